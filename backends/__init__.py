@@ -1,0 +1,3 @@
+from .vulkan_preprocess import VkDelegateBackend
+
+__all__ = ["VkDelegateBackend"]

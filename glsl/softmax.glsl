@@ -1,0 +1,59 @@
+// softmax / log_softmax along one dim. The tensor is viewed as [outer, D, inner];
+// one workgroup reduces one (outer, inner) row of D elements with stride inner.
+// variant softmax: LOG_SOFTMAX=0
+// variant log_softmax: LOG_SOFTMAX=1
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 2) uniform Params {
+  int rows;   // outer * inner
+  int D;
+  int inner;
+  int pad;
+} p;
+
+shared float partial[gl_WorkGroupSize.x];
+
+// Tree reduction over the workgroup; op 0 = max, 1 = sum.
+float reduce(float v, int op) {
+  const uint t = gl_LocalInvocationID.x;
+  partial[t] = v;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) {
+      partial[t] = op == 0 ? max(partial[t], partial[t + s]) : partial[t] + partial[t + s];
+    }
+    barrier();
+  }
+  float r = partial[0];
+  barrier();
+  return r;
+}
+
+void main() {
+  const int row = int(flat_group());
+  if (row >= p.rows) return;  // uniform across the workgroup
+  const int outer = row / p.inner;
+  const int in_idx = row % p.inner;
+  const int base = outer * p.D * p.inner + in_idx;
+  const int t = int(gl_LocalInvocationID.x);
+  const int n = int(gl_WorkGroupSize.x);
+
+  float m = -1.0 / 0.0;
+  for (int d = t; d < p.D; d += n) m = max(m, in_data[base + d * p.inner]);
+  m = reduce(m, 0);
+  float s = 0.0;
+  for (int d = t; d < p.D; d += n) s += exp(in_data[base + d * p.inner] - m);
+  s = reduce(s, 1);
+#if LOG_SOFTMAX
+  const float log_s = log(s);
+  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = in_data[base + d * p.inner] - m - log_s;
+#else
+  const float inv = 1.0 / s;
+  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = exp(in_data[base + d * p.inner] - m) * inv;
+#endif
+}

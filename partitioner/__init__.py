@@ -1,0 +1,3 @@
+from .vulkan_partitioner import VulkanPartitioner
+
+__all__ = ["VulkanPartitioner"]

@@ -1,0 +1,623 @@
+#include "compute_graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "../ops/op_registry.h"
+#include "blob.h"
+#include "schema_generated.h"
+
+namespace vkd {
+
+namespace fbs = ::vkdelegate::fb;
+
+void Node::set_groups_1d(int64_t n, uint32_t local_x) {
+  const int64_t wg = (n + local_x - 1) / local_x;
+  const int64_t x = std::min<int64_t>(wg, 65535);
+  const int64_t y = x == 0 ? 0 : (wg + x - 1) / x;
+  groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
+}
+
+ComputeGraph::ComputeGraph(Context& ctx) : ctx_(ctx) {}
+
+ComputeGraph::~ComputeGraph() {
+  if (query_pool_) vkDestroyQueryPool(ctx_.device(), query_pool_, nullptr);
+  if (descriptor_pool_) vkDestroyDescriptorPool(ctx_.device(), descriptor_pool_, nullptr);
+}
+
+std::unique_ptr<ComputeGraph> ComputeGraph::load(const uint8_t* blob, size_t size) {
+  Context* ctx = Context::get();
+  if (!ctx) {
+    throw GraphError("no Vulkan device is available: " + Context::unavailable_reason());
+  }
+  std::unique_ptr<ComputeGraph> g(new ComputeGraph(*ctx));
+  g->parse(blob, size);
+  return g;
+}
+
+void ComputeGraph::fail(const std::string& msg) const {
+  throw GraphError(current_op_.empty() ? msg : current_op_ + ": " + msg);
+}
+
+// ---------------------------------------------------------------- values
+
+Value& ComputeGraph::value(int id) {
+  if (id < 0 || static_cast<size_t>(id) >= values_.size()) {
+    fail("value id " + std::to_string(id) + " is out of range");
+  }
+  return values_[id];
+}
+
+namespace {
+template <typename T>
+T& expect(ComputeGraph& g, Value& v, int id, const char* what) {
+  if (!std::holds_alternative<T>(v)) {
+    g.fail("argument " + std::to_string(id) + " should be " + what + ", not " +
+           value_kind(v));
+  }
+  return std::get<T>(v);
+}
+}  // namespace
+
+Tensor& ComputeGraph::tensor(int id) { return expect<Tensor>(*this, value(id), id, "a tensor"); }
+bool ComputeGraph::is_null(int id) { return std::holds_alternative<Null>(value(id)); }
+int64_t ComputeGraph::get_int(int id) { return expect<int64_t>(*this, value(id), id, "an int"); }
+bool ComputeGraph::get_bool(int id) { return expect<bool>(*this, value(id), id, "a bool"); }
+const std::string& ComputeGraph::get_string(int id) {
+  return expect<std::string>(*this, value(id), id, "a string");
+}
+const IntList& ComputeGraph::get_int_list(int id) {
+  return expect<IntList>(*this, value(id), id, "an int list");
+}
+const ValueList& ComputeGraph::get_value_list(int id) {
+  return expect<ValueList>(*this, value(id), id, "a list of values");
+}
+double ComputeGraph::get_double(int id) {
+  Value& v = value(id);
+  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
+  return expect<double>(*this, v, id, "a number");
+}
+
+// ---------------------------------------------------------------- parsing
+
+void ComputeGraph::parse(const uint8_t* blob, size_t size) {
+  const BlobView view = parse_blob(blob, size);  // header checks + flatbuffer verifier
+  const fbs::VkGraph* graph = fbs::GetVkGraph(view.flatbuffer);
+  const auto* fb_values = graph->values();
+  const auto* fb_constants = graph->constants();
+  const size_t num_constants = fb_constants ? fb_constants->size() : 0;
+  if (!fb_values) throw GraphError("graph has no values");
+  const size_t n = fb_values->size();
+  auto check_id = [&](int id, const char* what) {
+    if (id < 0 || static_cast<size_t>(id) >= n) {
+      throw GraphError(std::string(what) + " refers to value " + std::to_string(id) +
+                       ", but the graph has " + std::to_string(n) + " values");
+    }
+  };
+
+  values_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const fbs::ValueEntry* e = fb_values->Get(static_cast<uint32_t>(i));
+    const std::string where = "value " + std::to_string(i);
+    switch (e->value_type()) {
+      case fbs::Value_Tensor: {
+        const fbs::Tensor* t = e->value_as_Tensor();
+        Tensor out;
+        const int dt = static_cast<int>(t->dtype());
+        if (dt < 0 || dt >= kNumDTypes) throw GraphError(where + ": unknown dtype " + std::to_string(dt));
+        out.dtype = static_cast<DType>(dt);
+        if (!t->sizes()) throw GraphError(where + ": tensor without sizes");
+        if (t->sizes()->size() > static_cast<uint32_t>(kMaxRank)) {
+          throw GraphError(where + ": rank " + std::to_string(t->sizes()->size()) +
+                           " is above the maximum of " + std::to_string(kMaxRank));
+        }
+        int64_t numel = 1;
+        for (int64_t s : *t->sizes()) {
+          if (s < 0 || s > (int64_t{1} << 40) || numel > (int64_t{1} << 40) / std::max<int64_t>(s, 1)) {
+            throw GraphError(where + ": invalid tensor size " + std::to_string(s));
+          }
+          numel *= s;
+          out.max_sizes.push_back(s);
+        }
+        out.sizes = out.max_sizes;
+        out.constant_id = t->constant_id();
+        if (out.constant_id < -1 || out.constant_id >= static_cast<int>(num_constants)) {
+          throw GraphError(where + ": constant id " + std::to_string(out.constant_id) +
+                           " out of range");
+        }
+        out.storage = static_cast<int>(storages_.size());
+        storages_.emplace_back();
+        storages_.back().is_constant = out.constant_id >= 0;
+        values_.emplace_back(std::move(out));
+        break;
+      }
+      case fbs::Value_Int: values_.emplace_back(int64_t{e->value_as_Int()->value()}); break;
+      case fbs::Value_Double: values_.emplace_back(e->value_as_Double()->value()); break;
+      case fbs::Value_Bool: values_.emplace_back(e->value_as_Bool()->value()); break;
+      case fbs::Value_Null: values_.emplace_back(Null{}); break;
+      case fbs::Value_String: {
+        const auto* s = e->value_as_String()->value();
+        values_.emplace_back(s ? s->str() : std::string());
+        break;
+      }
+      case fbs::Value_IntList: {
+        IntList l;
+        if (const auto* items = e->value_as_IntList()->items()) l.assign(items->begin(), items->end());
+        values_.emplace_back(std::move(l));
+        break;
+      }
+      case fbs::Value_DoubleList: {
+        DoubleList l;
+        if (const auto* items = e->value_as_DoubleList()->items()) l.assign(items->begin(), items->end());
+        values_.emplace_back(std::move(l));
+        break;
+      }
+      case fbs::Value_BoolList: {
+        BoolList l;
+        if (const auto* items = e->value_as_BoolList()->items()) {
+          for (auto b : *items) l.push_back(b != 0);
+        }
+        values_.emplace_back(std::move(l));
+        break;
+      }
+      case fbs::Value_ValueList: {
+        ValueList l;
+        if (const auto* items = e->value_as_ValueList()->items()) {
+          for (int id : *items) {
+            check_id(id, where.c_str());
+            l.ids.push_back(id);
+          }
+        }
+        values_.emplace_back(std::move(l));
+        break;
+      }
+      default:
+        throw GraphError(where + ": unknown value type " +
+                         std::to_string(static_cast<int>(e->value_type())));
+    }
+  }
+
+  auto read_io = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<int>& out,
+                     const char* what) {
+    if (!ids) return;
+    for (int id : *ids) {
+      check_id(id, what);
+      if (!std::holds_alternative<Tensor>(values_[id])) {
+        throw GraphError(std::string(what) + " " + std::to_string(id) + " is not a tensor");
+      }
+      out.push_back(id);
+    }
+  };
+  read_io(graph->input_ids(), input_ids_, "graph input");
+  read_io(graph->output_ids(), output_ids_, "graph output");
+  for (int id : input_ids_) {
+    Tensor& t = std::get<Tensor>(values_[id]);
+    if (t.constant_id >= 0) throw GraphError("graph input " + std::to_string(id) + " is a constant");
+    storages_[t.storage].is_input = true;
+  }
+
+  // Constants: each ConstantRef must lie inside the constant segment and match
+  // its tensor's size in bytes.
+  for (auto& v : values_) {
+    auto* t = std::get_if<Tensor>(&v);
+    if (!t || t->constant_id < 0) continue;
+    const fbs::ConstantRef* ref = fb_constants->Get(static_cast<uint32_t>(t->constant_id));
+    if (ref->offset() > view.constants_size || ref->nbytes() > view.constants_size - ref->offset()) {
+      throw GraphError("constant " + std::to_string(t->constant_id) +
+                       " lies outside the constant segment");
+    }
+    if (ref->nbytes() != t->max_nbytes()) {
+      throw GraphError("constant " + std::to_string(t->constant_id) + " has " +
+                       std::to_string(ref->nbytes()) + " bytes but its tensor " +
+                       sizes_str(t->max_sizes) + " " + dtype_name(t->dtype) + " needs " +
+                       std::to_string(t->max_nbytes()));
+    }
+  }
+
+  build_ops(graph);
+  for (int id : output_ids_) {
+    storages_[std::get<Tensor>(values_[id]).storage].is_output = true;
+  }
+  allocate();
+  upload_constants(view.constants, view.constants_size, graph);
+  create_descriptors();
+  stream_ = std::make_unique<CommandStream>(ctx_);
+}
+
+void ComputeGraph::build_ops(const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  const auto* chain = graph->chain();
+  if (!chain) return;
+  for (uint32_t i = 0; i < chain->size(); ++i) {
+    const fbs::OpCall* call = chain->Get(i);
+    const std::string name = call->name() ? call->name()->str() : std::string();
+    current_op_ = "op #" + std::to_string(i) + " (" + name + ")";
+    const OpBuildFn* fn = find_op(name);
+    if (!fn) fail("this runtime has no kernel for '" + name + "'");
+    std::vector<int> args;
+    if (call->args()) {
+      for (int id : *call->args()) {
+        if (id < 0 || static_cast<size_t>(id) >= values_.size()) {
+          fail("argument refers to value " + std::to_string(id) + " out of range");
+        }
+        args.push_back(id);
+      }
+    }
+    (*fn)(*this, args);
+  }
+  current_op_.clear();
+}
+
+// ---------------------------------------------------------------- nodes
+
+namespace {
+// A node's update may only change sizes within the tensor's upper bound.
+void check_bounds(ComputeGraph& g, const Node& node) {
+  for (int id : node.tensors) {
+    const Tensor& t = g.tensor(id);
+    bool ok = t.sizes.size() == t.max_sizes.size();
+    for (size_t d = 0; ok && d < t.sizes.size(); ++d) ok = t.sizes[d] <= t.max_sizes[d];
+    if (!ok) {
+      throw GraphError(node.op + ": sizes " + sizes_str(t.sizes) + " of value " +
+                       std::to_string(id) + " exceed its planned sizes " +
+                       sizes_str(t.max_sizes));
+    }
+  }
+}
+}  // namespace
+
+Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
+                             LocalSize local, std::vector<int> tensors, UpdateFn update) {
+  for (int id : tensors) tensor(id);  // type check
+  nodes_.emplace_back();
+  Node& node = nodes_.back();
+  node.op = op;
+  node.tensors = std::move(tensors);
+  node.update = std::move(update);
+  node.pipeline = &ctx_.pipelines().get(shader, static_cast<uint32_t>(node.tensors.size()), local);
+  node.update(*this, node);
+  check_bounds(*this, node);
+  return node;
+}
+
+Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, UpdateFn update) {
+  Tensor& o = tensor(out);
+  Tensor& i = tensor(in);
+  if (o.dtype != i.dtype) fail("a view cannot change the dtype");
+  if (o.constant_id >= 0) fail("the output of a view cannot be a constant");
+  o.storage = i.storage;
+  nodes_.emplace_back();
+  Node& node = nodes_.back();
+  node.op = op;
+  node.tensors = {out, in};
+  node.update = std::move(update);
+  node.update(*this, node);
+  check_bounds(*this, node);
+  return node;
+}
+
+void ComputeGraph::propagate_sizes() {
+  uint8_t* mapped = params_buffer_ ? params_buffer_->mapped() : nullptr;
+  for (Node& node : nodes_) {
+    node.update(*this, node);
+    check_bounds(*this, node);
+    if (node.pipeline && !node.params.empty()) {
+      std::memcpy(mapped + node.params_offset, node.params.data(), node.params.size());
+    }
+  }
+}
+
+// ---------------------------------------------------------------- memory
+
+void ComputeGraph::allocate() {
+  for (const auto& v : values_) {
+    if (const auto* t = std::get_if<Tensor>(&v)) {
+      Storage& s = storages_[t->storage];
+      s.nbytes = std::max<VkDeviceSize>(s.nbytes, t->max_nbytes());
+      s.is_constant = s.is_constant || t->constant_id >= 0;
+    }
+  }
+  const VkDeviceSize limit = ctx_.info().max_storage_buffer_range;
+  std::vector<bool> used(storages_.size(), false);
+  for (const auto& v : values_) {
+    if (const auto* t = std::get_if<Tensor>(&v)) used[t->storage] = true;
+  }
+  for (size_t i = 0; i < storages_.size(); ++i) {
+    Storage& s = storages_[i];
+    if (!used[i]) continue;
+    if (s.nbytes > limit) {
+      throw GraphError("a tensor of " + std::to_string(s.nbytes) +
+                       " bytes is larger than this device's maxStorageBufferRange (" +
+                       std::to_string(limit) + " bytes)");
+    }
+    s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, MemoryUsage::Device);
+    if ((s.is_input || s.is_output) && !s.buffer->mapped()) {
+      s.staging = std::make_unique<Buffer>(
+          ctx_, s.nbytes, s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback,
+          VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    }
+  }
+}
+
+void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
+                                    const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  (void)segment_size;  // offsets were checked against it in parse()
+  struct Upload {
+    Storage* storage;
+    const uint8_t* src;
+    size_t nbytes;
+  };
+  std::vector<Upload> uploads;
+  VkDeviceSize staged = 0;
+  for (const auto& v : values_) {
+    const auto* t = std::get_if<Tensor>(&v);
+    if (!t || t->constant_id < 0) continue;
+    const fbs::ConstantRef* ref = graph->constants()->Get(static_cast<uint32_t>(t->constant_id));
+    Storage& s = storages_[t->storage];
+    if (s.buffer->mapped()) {
+      std::memcpy(s.buffer->mapped(), segment + ref->offset(), ref->nbytes());
+    } else {
+      uploads.push_back({&s, segment + ref->offset(), static_cast<size_t>(ref->nbytes())});
+      staged += (ref->nbytes() + 15) / 16 * 16;
+    }
+  }
+  if (uploads.empty()) return;
+  Buffer staging(ctx_, staged, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+  CommandStream stream(ctx_);
+  VkCommandBuffer cmd = stream.begin();
+  VkDeviceSize offset = 0;
+  for (const Upload& u : uploads) {
+    std::memcpy(staging.mapped() + offset, u.src, u.nbytes);
+    if (u.nbytes > 0) {
+      VkBufferCopy region{offset, 0, u.nbytes};
+      vkCmdCopyBuffer(cmd, staging.handle(), u.storage->buffer->handle(), 1, &region);
+    }
+    offset += (u.nbytes + 15) / 16 * 16;
+  }
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       0, 1, &barrier, 0, nullptr, 0, nullptr);
+  stream.end();
+  stream.submit_and_wait();
+}
+
+void ComputeGraph::create_descriptors() {
+  const VkDeviceSize align = std::max<VkDeviceSize>(ctx_.info().min_uniform_offset_alignment, 16);
+  VkDeviceSize total = 0;
+  uint32_t sets = 0, storage_descriptors = 0;
+  for (Node& node : nodes_) {
+    if (!node.pipeline) continue;
+    node.params.resize(std::max<size_t>((node.params.size() + 15) / 16 * 16, 16));
+    node.params_offset = total;
+    total += (node.params.size() + align - 1) / align * align;
+    sets += 1;
+    storage_descriptors += static_cast<uint32_t>(node.tensors.size());
+  }
+  if (sets == 0) return;
+  params_buffer_ = std::make_unique<Buffer>(ctx_, total, MemoryUsage::Upload,
+                                            VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT);
+
+  VkDescriptorPoolSize sizes[2] = {
+      {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max<uint32_t>(storage_descriptors, 1)},
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets}};
+  VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pci.maxSets = sets;
+  pci.poolSizeCount = 2;
+  pci.pPoolSizes = sizes;
+  VKD_CHECK(vkCreateDescriptorPool(ctx_.device(), &pci, nullptr, &descriptor_pool_));
+
+  for (Node& node : nodes_) {
+    if (!node.pipeline) continue;
+    std::memcpy(params_buffer_->mapped() + node.params_offset, node.params.data(),
+                node.params.size());
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = descriptor_pool_;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &node.pipeline->set_layout;
+    VKD_CHECK(vkAllocateDescriptorSets(ctx_.device(), &ai, &node.set));
+    std::vector<VkDescriptorBufferInfo> infos(node.tensors.size() + 1);
+    std::vector<VkWriteDescriptorSet> writes(node.tensors.size() + 1);
+    for (size_t b = 0; b < infos.size(); ++b) {
+      const bool is_params = b == node.tensors.size();
+      if (is_params) {
+        infos[b] = {params_buffer_->handle(), node.params_offset, node.params.size()};
+      } else {
+        const Storage& s = storages_[std::get<Tensor>(values_[node.tensors[b]]).storage];
+        infos[b] = {s.buffer->handle(), 0, VK_WHOLE_SIZE};
+      }
+      writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[b].dstSet = node.set;
+      writes[b].dstBinding = static_cast<uint32_t>(b);
+      writes[b].descriptorCount = 1;
+      writes[b].descriptorType =
+          is_params ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[b].pBufferInfo = &infos[b];
+    }
+    vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                           nullptr);
+  }
+}
+
+// ---------------------------------------------------------------- running
+
+namespace {
+void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = src;
+  b.dstAccessMask = dst;
+  vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+constexpr VkAccessFlags kShaderRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+constexpr VkAccessFlags kTransferRW = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+}  // namespace
+
+void ComputeGraph::record() {
+  VkCommandBuffer cmd = stream_->begin();
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  // Order this execute after everything the previous one did with the buffers.
+  memory_barrier(cmd, compute | transfer, kShaderRW | kTransferRW, compute | transfer,
+                 kShaderRW | kTransferRW);
+
+  bool copied = false;
+  for (int id : input_ids_) {
+    const Tensor& t = std::get<Tensor>(values_[id]);
+    const Storage& s = storages_[t.storage];
+    if (s.staging && t.nbytes() > 0) {
+      VkBufferCopy region{0, 0, t.nbytes()};
+      vkCmdCopyBuffer(cmd, s.staging->handle(), s.buffer->handle(), 1, &region);
+      copied = true;
+    }
+  }
+  if (copied) {
+    memory_barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, kShaderRW);
+  }
+
+  uint32_t query = 0;
+  if (profiling_) {
+    uint32_t count = 1;
+    for (const Node& n : nodes_) count += n.pipeline ? 1 : 0;
+    if (query_pool_) vkDestroyQueryPool(ctx_.device(), query_pool_, nullptr);
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = count;
+    VKD_CHECK(vkCreateQueryPool(ctx_.device(), &qi, nullptr, &query_pool_));
+    vkCmdResetQueryPool(cmd, query_pool_, 0, count);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, query++);
+  }
+  for (const Node& node : nodes_) {
+    if (!node.pipeline) continue;
+    if (node.groups[0] && node.groups[1] && node.groups[2]) {
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->handle);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->layout, 0, 1,
+                              &node.set, 0, nullptr);
+      vkCmdDispatch(cmd, node.groups[0], node.groups[1], node.groups[2]);
+      memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
+    }
+    if (profiling_) {
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, query++);
+    }
+  }
+
+  bool read_back = false;
+  for (int id : output_ids_) {
+    const Tensor& t = std::get<Tensor>(values_[id]);
+    const Storage& s = storages_[t.storage];
+    if (s.staging && t.nbytes() > 0) {
+      if (!read_back) {
+        memory_barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                       transfer, VK_ACCESS_TRANSFER_READ_BIT);
+      }
+      VkBufferCopy region{0, 0, t.nbytes()};
+      vkCmdCopyBuffer(cmd, s.buffer->handle(), s.staging->handle(), 1, &region);
+      read_back = true;
+    }
+  }
+  memory_barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  stream_->end();
+  recorded_ = true;
+}
+
+void ComputeGraph::set_input_sizes(size_t i, const Sizes& sizes) {
+  Tensor& t = std::get<Tensor>(values_[input_ids_.at(i)]);
+  if (sizes.size() != t.max_sizes.size()) {
+    throw GraphError("input " + std::to_string(i) + " has rank " + std::to_string(sizes.size()) +
+                     " but the program expects rank " + std::to_string(t.max_sizes.size()) +
+                     " " + sizes_str(t.max_sizes));
+  }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || sizes[d] > t.max_sizes[d]) {
+      throw GraphError("input " + std::to_string(i) + " has sizes " + sizes_str(sizes) +
+                       ", beyond the sizes " + sizes_str(t.max_sizes) +
+                       " the program was exported with");
+    }
+  }
+  if (sizes != t.sizes) {
+    t.sizes = sizes;
+    dirty_sizes_ = true;
+  }
+}
+
+void ComputeGraph::copy_input(size_t i, const void* src, size_t nbytes) {
+  const Tensor& t = std::get<Tensor>(values_[input_ids_.at(i)]);
+  if (nbytes != t.nbytes()) {
+    throw GraphError("input " + std::to_string(i) + " has " + std::to_string(nbytes) +
+                     " bytes, expected " + std::to_string(t.nbytes()));
+  }
+  const Storage& s = storages_[t.storage];
+  uint8_t* dst = s.staging ? s.staging->mapped() : s.buffer->mapped();
+  if (nbytes) std::memcpy(dst, src, nbytes);
+}
+
+void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
+  const Tensor& t = std::get<Tensor>(values_[output_ids_.at(i)]);
+  if (nbytes != t.nbytes()) {
+    throw GraphError("output " + std::to_string(i) + " has room for " + std::to_string(nbytes) +
+                     " bytes, needs " + std::to_string(t.nbytes()));
+  }
+  const Storage& s = storages_[t.storage];
+  const uint8_t* src = s.staging ? s.staging->mapped() : s.buffer->mapped();
+  if (nbytes) std::memcpy(dst, src, nbytes);
+}
+
+void ComputeGraph::execute() {
+  if (dirty_sizes_) {
+    propagate_sizes();
+    dirty_sizes_ = false;
+    recorded_ = false;
+  }
+  if (!recorded_) record();
+  stream_->submit_and_wait();
+  if (profiling_) read_timings();
+}
+
+void ComputeGraph::set_profiling(bool on) {
+  if (on && !ctx_.info().timestamps) {
+    throw GraphError("this device has no timestamp queries on its compute queue");
+  }
+  if (on != profiling_) {
+    profiling_ = on;
+    recorded_ = false;
+  }
+}
+
+void ComputeGraph::read_timings() {
+  uint32_t count = 1;
+  for (const Node& n : nodes_) count += n.pipeline ? 1 : 0;
+  std::vector<uint64_t> ts(count);
+  VKD_CHECK(vkGetQueryPoolResults(ctx_.device(), query_pool_, 0, count, count * sizeof(uint64_t),
+                                  ts.data(), sizeof(uint64_t),
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  timings_.clear();
+  uint32_t q = 1;
+  for (const Node& n : nodes_) {
+    if (!n.pipeline) continue;
+    NodeTiming nt;
+    nt.op = n.op;
+    nt.shape = sizes_str(std::get<Tensor>(values_[n.tensors[0]]).sizes);
+    nt.us = static_cast<double>(ts[q] - ts[q - 1]) * ctx_.info().timestamp_period_ns / 1000.0;
+    timings_.push_back(std::move(nt));
+    ++q;
+  }
+}
+
+MemoryReport ComputeGraph::memory_report() const {
+  MemoryReport r;
+  for (const Storage& s : storages_) {
+    if (!s.buffer) continue;
+    r.num_storages += 1;
+    (s.is_constant ? r.constant_bytes : r.intermediate_bytes) += s.buffer->size();
+    if (s.staging) r.staging_bytes += s.staging->size();
+  }
+  if (params_buffer_) r.params_bytes = params_buffer_->size();
+  return r;
+}
+
+}  // namespace vkd

@@ -1,0 +1,145 @@
+// ComputeGraph: a delegate's graph on the GPU. Built once from a verified blob
+// (values, then one build function per op, then storage and constants), it
+// records one command buffer that each execute replays. New input sizes (within
+// the upper bounds) re-run every node's update function and re-record.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../vk/memory.h"
+#include "../vk/pipeline.h"
+#include "values.h"
+
+namespace vkd {
+
+class ComputeGraph;
+struct Node;
+
+// Recomputes a node's output sizes, parameters and dispatch size from the
+// current sizes of its inputs. Runs at build and after every resize.
+using UpdateFn = std::function<void(ComputeGraph&, Node&)>;
+
+struct Node {
+  std::string op;                      // op name, for errors and profiles
+  const Pipeline* pipeline = nullptr;  // null for nodes without a dispatch (views)
+  std::vector<int> tensors;            // tensor value ids bound at bindings 0..n-1
+  std::vector<uint8_t> params;         // std140 parameter block (binding n)
+  std::array<uint32_t, 3> groups{0, 0, 0};
+  UpdateFn update;
+  VkDeviceSize params_offset = 0;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+
+  template <typename T>
+  void set_params(const T& p) {
+    params.resize(sizeof(T));
+    std::memcpy(params.data(), &p, sizeof(T));
+  }
+  // Dispatch over n invocations of a 1-D shader: x is capped by the device
+  // limit and y carries the rest (shaders flatten x and y).
+  void set_groups_1d(int64_t n, uint32_t local_x);
+};
+
+struct Storage {
+  VkDeviceSize nbytes = 0;
+  bool is_input = false;
+  bool is_output = false;
+  bool is_constant = false;
+  std::unique_ptr<Buffer> buffer;
+  std::unique_ptr<Buffer> staging;  // for inputs/outputs whose buffer the host cannot map
+};
+
+struct MemoryReport {
+  uint64_t intermediate_bytes = 0;  // storage of non-constant tensors
+  uint64_t constant_bytes = 0;
+  uint64_t staging_bytes = 0;
+  uint64_t params_bytes = 0;
+  uint64_t num_storages = 0;
+};
+
+struct NodeTiming {
+  std::string op;
+  std::string shape;  // output sizes
+  double us = 0;
+};
+
+class ComputeGraph {
+ public:
+  // Verifies the blob, builds every op, allocates and uploads constants.
+  // Throws GraphError / VulkanError with a message naming the problem.
+  static std::unique_ptr<ComputeGraph> load(const uint8_t* blob, size_t size);
+  ~ComputeGraph();
+
+  // --- for op build functions ---
+  Context& context() { return ctx_; }
+  size_t num_values() const { return values_.size(); }
+  Value& value(int id);
+  Tensor& tensor(int id);
+  bool is_null(int id);
+  int64_t get_int(int id);
+  double get_double(int id);  // accepts an int too
+  bool get_bool(int id);
+  const std::string& get_string(int id);
+  const IntList& get_int_list(int id);
+  const ValueList& get_value_list(int id);
+  // Adds a dispatch node; `tensors` are bound in order (outputs first).
+  Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
+                 std::vector<int> tensors, UpdateFn update);
+  // Adds a node without a dispatch whose output shares the storage of its input.
+  Node& add_view_node(const std::string& op, int out, int in, UpdateFn update);
+  // The op being built (for messages).
+  const std::string& current_op() const { return current_op_; }
+  [[noreturn]] void fail(const std::string& msg) const;
+
+  // --- for running ---
+  size_t num_inputs() const { return input_ids_.size(); }
+  size_t num_outputs() const { return output_ids_.size(); }
+  const Tensor& input(size_t i) const { return std::get<Tensor>(values_[input_ids_[i]]); }
+  const Tensor& output(size_t i) const { return std::get<Tensor>(values_[output_ids_[i]]); }
+  // Sets the sizes of input i for the next execute; throws if they exceed the
+  // upper bound or differ in rank.
+  void set_input_sizes(size_t i, const Sizes& sizes);
+  void copy_input(size_t i, const void* src, size_t nbytes);
+  void execute();
+  void copy_output(size_t i, void* dst, size_t nbytes);
+
+  void set_profiling(bool on);
+  const std::vector<NodeTiming>& timings() const { return timings_; }
+  MemoryReport memory_report() const;
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  explicit ComputeGraph(Context& ctx);
+  void parse(const uint8_t* blob, size_t size);
+  void build_ops(const void* fb_graph);
+  void allocate();
+  void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
+  void create_descriptors();
+  void propagate_sizes();
+  void record();
+  void read_timings();
+
+  Context& ctx_;
+  std::vector<Value> values_;
+  std::vector<int> input_ids_;
+  std::vector<int> output_ids_;
+  std::vector<Node> nodes_;
+  std::vector<Storage> storages_;
+  std::unique_ptr<Buffer> params_buffer_;
+  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+  std::unique_ptr<CommandStream> stream_;
+  VkQueryPool query_pool_ = VK_NULL_HANDLE;
+  bool profiling_ = false;
+  bool dirty_sizes_ = false;
+  bool recorded_ = false;
+  std::vector<NodeTiming> timings_;
+  std::string current_op_;
+  std::mutex mutex_;
+};
+
+} // namespace vkd

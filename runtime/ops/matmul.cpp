@@ -1,0 +1,148 @@
+// Matrix products: mm, bmm, addmm, linear, all on the strided matmul shader.
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+struct MatmulParams {
+  int32_t M, N, K, batch;
+  int32_t a_sb, a_sm, a_sk, b_sb;
+  int32_t b_sk, b_sn, c_sb, bias_sb;
+  int32_t bias_sm, bias_sn, has_bias, pad0;
+  float alpha, beta, pad1, pad2;
+};
+
+constexpr LocalSize kMatmulLocal{16, 16, 1};  // 64 x 64 output tile
+constexpr uint32_t kTile = 64;
+
+// Shapes of one product, recomputed from the current sizes at every update.
+struct Problem {
+  Sizes out_sizes;
+  MatmulParams p{};
+};
+
+using ShapeFn = Problem (*)(ComputeGraph& g, const std::vector<int>& ids);
+
+// Sets bias strides for a bias broadcast against [M, N].
+void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, MatmulParams& p) {
+  const Sizes st = broadcast_strides(bias, {M, N});
+  if (bias.dim() > 2 || broadcast_sizes(g, bias.sizes, {M, N}) != Sizes{M, N}) {
+    g.fail("bias of sizes " + sizes_str(bias.sizes) + " does not broadcast to [" +
+           std::to_string(M) + ", " + std::to_string(N) + "]");
+  }
+  p.bias_sm = static_cast<int32_t>(st[0]);
+  p.bias_sn = static_cast<int32_t>(st[1]);
+  p.has_bias = 1;
+}
+
+// ids: a, b, bias (or -1), out
+void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta) {
+  for (int id : ids) {
+    if (id >= 0) require_float(g, id);
+  }
+  const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
+  // A missing bias still needs a buffer at binding 3; bind `a`, never read.
+  g.add_node(g.current_op(), "matmul", kMatmulLocal, {out, a, b, bias >= 0 ? bias : a},
+             [ids, shape, alpha, beta](ComputeGraph& g, Node& node) {
+               Problem pr = shape(g, ids);
+               g.tensor(ids[3]).sizes = pr.out_sizes;
+               pr.p.alpha = alpha;
+               pr.p.beta = beta;
+               if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
+               node.set_params(pr.p);
+               node.groups = {static_cast<uint32_t>((pr.p.N + kTile - 1) / kTile),
+                              static_cast<uint32_t>((pr.p.M + kTile - 1) / kTile),
+                              static_cast<uint32_t>(pr.p.batch)};
+               if (pr.p.M == 0 || pr.p.N == 0) node.groups = {0, 0, 0};
+             });
+}
+
+void check_k(ComputeGraph& g, int64_t ka, int64_t kb, const Tensor& a, const Tensor& b) {
+  if (ka != kb) {
+    g.fail("inner dimensions differ: " + sizes_str(a.sizes) + " x " + sizes_str(b.sizes));
+  }
+}
+
+// mm / addmm: a [M, K], b [K, N]
+Problem mm_shape(ComputeGraph& g, const std::vector<int>& ids) {
+  const Tensor& a = g.tensor(ids[0]);
+  const Tensor& b = g.tensor(ids[1]);
+  if (a.dim() != 2 || b.dim() != 2) g.fail("mm needs 2-D tensors");
+  check_k(g, a.sizes[1], b.sizes[0], a, b);
+  Problem pr;
+  const int64_t M = a.sizes[0], K = a.sizes[1], N = b.sizes[1];
+  pr.out_sizes = {M, N};
+  pr.p.M = M, pr.p.N = N, pr.p.K = K, pr.p.batch = 1;
+  pr.p.a_sm = K, pr.p.a_sk = 1;
+  pr.p.b_sk = N, pr.p.b_sn = 1;
+  pr.p.c_sb = M * N;
+  if (ids[2] >= 0) bias_strides(g, g.tensor(ids[2]), M, N, pr.p);
+  return pr;
+}
+
+// bmm: a [B, M, K], b [B, K, N]
+Problem bmm_shape(ComputeGraph& g, const std::vector<int>& ids) {
+  const Tensor& a = g.tensor(ids[0]);
+  const Tensor& b = g.tensor(ids[1]);
+  if (a.dim() != 3 || b.dim() != 3) g.fail("bmm needs 3-D tensors");
+  if (a.sizes[0] != b.sizes[0]) g.fail("batch sizes differ: " + sizes_str(a.sizes) + " x " + sizes_str(b.sizes));
+  check_k(g, a.sizes[2], b.sizes[1], a, b);
+  Problem pr;
+  const int64_t B = a.sizes[0], M = a.sizes[1], K = a.sizes[2], N = b.sizes[2];
+  if (B > 65535) g.fail("batch of " + std::to_string(B) + " is above 65535");
+  pr.out_sizes = {B, M, N};
+  pr.p.M = M, pr.p.N = N, pr.p.K = K, pr.p.batch = B;
+  pr.p.a_sb = M * K, pr.p.a_sm = K, pr.p.a_sk = 1;
+  pr.p.b_sb = K * N, pr.p.b_sk = N, pr.p.b_sn = 1;
+  pr.p.c_sb = M * N;
+  return pr;
+}
+
+// linear: x [..., K], weight [N, K], bias [N]
+Problem linear_shape(ComputeGraph& g, const std::vector<int>& ids) {
+  const Tensor& x = g.tensor(ids[0]);
+  const Tensor& w = g.tensor(ids[1]);
+  if (x.dim() < 1 || w.dim() != 2) g.fail("linear needs an input of rank >= 1 and a 2-D weight");
+  const int64_t K = x.sizes.back(), N = w.sizes[0];
+  check_k(g, K, w.sizes[1], x, w);
+  Problem pr;
+  const int64_t M = K == 0 ? 0 : x.numel() / K;
+  pr.out_sizes = x.sizes;
+  pr.out_sizes.back() = N;
+  pr.p.M = M, pr.p.N = N, pr.p.K = K, pr.p.batch = 1;
+  pr.p.a_sm = K, pr.p.a_sk = 1;
+  pr.p.b_sk = 1, pr.p.b_sn = K;
+  pr.p.c_sb = M * N;
+  if (ids[2] >= 0) {
+    const Tensor& bias = g.tensor(ids[2]);
+    if (bias.dim() != 1 || bias.sizes[0] != N) g.fail("linear bias must have sizes [" + std::to_string(N) + "]");
+    pr.p.bias_sm = 0, pr.p.bias_sn = 1, pr.p.has_bias = 1;
+  }
+  return pr;
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_matmul_ops) {
+  // mm(self, mat2)
+  register_op("aten.mm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_matmul(g, {a.at(0), a.at(1), -1, a.back()}, mm_shape, 1.f, 0.f);
+  });
+  // bmm(self, mat2)
+  register_op("aten.bmm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_matmul(g, {a.at(0), a.at(1), -1, a.back()}, bmm_shape, 1.f, 0.f);
+  });
+  // addmm(self, mat1, mat2, *, beta=1, alpha=1)
+  register_op("aten.addmm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_matmul(g, {a.at(1), a.at(2), a.at(0), a.back()}, mm_shape,
+               static_cast<float>(g.get_double(a.at(4))), static_cast<float>(g.get_double(a.at(3))));
+  });
+  // linear(input, weight, bias=None)
+  register_op("aten.linear.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
+    add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f);
+  });
+}
+
+}  // namespace vkd

@@ -1,0 +1,62 @@
+// Helpers shared by the op build functions.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "op_registry.h"
+
+namespace vkd {
+
+constexpr LocalSize kLocal1D{64, 1, 1};
+
+inline void require_float(ComputeGraph& g, int id) {
+  const Tensor& t = g.tensor(id);
+  if (t.dtype != DType::Float32) {
+    g.fail(std::string("tensors of dtype ") + dtype_name(t.dtype) +
+           " are not supported here (float32 only)");
+  }
+}
+
+inline int64_t normalize_dim(ComputeGraph& g, int64_t dim, int64_t rank) {
+  const int64_t r = std::max<int64_t>(rank, 1);
+  if (dim < -r || dim >= r) {
+    g.fail("dim " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank));
+  }
+  return dim < 0 ? dim + r : dim;
+}
+
+// Writes up to 8 sizes/strides into an int32[8] parameter field.
+inline void pack8(int32_t dst[8], const Sizes& v) {
+  for (int i = 0; i < 8; ++i) dst[i] = i < static_cast<int>(v.size()) ? static_cast<int32_t>(v[i]) : 1;
+}
+
+// Strides of `t` viewed with `rank` dims aligned to the right of the output,
+// zero where `t` is broadcast (its size is 1 or the dim is missing).
+inline Sizes broadcast_strides(const Tensor& t, const Sizes& out_sizes) {
+  const size_t rank = out_sizes.size();
+  const Sizes st = t.strides();
+  Sizes r(rank, 0);
+  const size_t off = rank - t.sizes.size();
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    r[off + d] = t.sizes[d] == 1 ? 0 : st[d];
+  }
+  return r;
+}
+
+inline Sizes broadcast_sizes(ComputeGraph& g, const Sizes& a, const Sizes& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Sizes out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      g.fail("sizes " + sizes_str(a) + " and " + sizes_str(b) + " do not broadcast");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace vkd

@@ -1,0 +1,49 @@
+// _softmax and _log_softmax along one dim.
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+struct SoftmaxParams {
+  int32_t rows, D, inner, pad;
+};
+
+constexpr LocalSize kSoftmaxLocal{64, 1, 1};
+
+// _softmax(self, dim, half_to_float)
+void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shader) {
+  const int in = args.at(0), out = args.back();
+  require_float(g, in);
+  require_float(g, out);
+  if (g.get_bool(args.at(2))) g.fail("half_to_float is not supported");
+  const int64_t dim = g.get_int(args.at(1));
+  normalize_dim(g, dim, g.tensor(in).dim());
+  g.add_node(g.current_op(), shader, kSoftmaxLocal, {out, in},
+             [in, out, dim](ComputeGraph& g, Node& node) {
+               const Tensor& t = g.tensor(in);
+               g.tensor(out).sizes = t.sizes;
+               const int64_t d = normalize_dim(g, dim, t.dim());
+               int64_t inner = 1;
+               for (int64_t i = d + 1; i < t.dim(); ++i) inner *= t.sizes[i];
+               const int64_t D = t.dim() == 0 ? 1 : t.sizes[d];
+               const int64_t rows = D == 0 ? 0 : t.numel() / D;
+               node.set_params(SoftmaxParams{static_cast<int32_t>(rows), static_cast<int32_t>(D),
+                                             static_cast<int32_t>(std::max<int64_t>(inner, 1)), 0});
+               // one workgroup per row
+               node.set_groups_1d(rows, 1);
+             });
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_softmax_ops) {
+  register_op("aten._softmax.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_softmax(g, a, "softmax");
+  });
+  register_op("aten._log_softmax.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_softmax(g, a, "log_softmax");
+  });
+}
+
+}  // namespace vkd

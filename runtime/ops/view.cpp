@@ -1,0 +1,183 @@
+// Ops that only move data or relabel it. Views (reshape, squeeze, unsqueeze,
+// clone, same-dtype copies) share the input's storage: nothing in a delegate's
+// graph writes in place, so no copy is needed. permute gathers with strides.
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+// view_copy(self, size): sizes with one -1 inferred from the input's numel.
+Sizes infer_view_sizes(ComputeGraph& g, const IntList& req, int64_t numel) {
+  Sizes out(req.begin(), req.end());
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (infer >= 0) g.fail("view sizes have more than one -1");
+      infer = static_cast<int>(i);
+    } else if (out[i] < 0) {
+      g.fail("invalid view size " + std::to_string(out[i]));
+    } else {
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0) g.fail("cannot infer a -1 view dim next to a zero dim");
+    out[infer] = numel / known;
+    known *= out[infer];
+  }
+  if (known != numel) {
+    g.fail("view sizes " + sizes_str(out) + " do not hold " + std::to_string(numel) + " elements");
+  }
+  return out;
+}
+
+void add_reshape(ComputeGraph& g, int in, int out, IntList sizes) {
+  g.add_view_node(g.current_op(), out, in, [in, out, sizes](ComputeGraph& g, Node&) {
+    g.tensor(out).sizes = infer_view_sizes(g, sizes, g.tensor(in).numel());
+  });
+}
+
+// An output with the same sizes as its input.
+void add_identity(ComputeGraph& g, int in, int out) {
+  g.add_view_node(g.current_op(), out, in, [in, out](ComputeGraph& g, Node&) {
+    g.tensor(out).sizes = g.tensor(in).sizes;
+  });
+}
+
+void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
+  if (g.is_null(id)) return;
+  const IntList& order = g.get_int_list(id);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int64_t>(i)) g.fail("only the contiguous dim order is supported");
+  }
+  if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
+}
+
+void require_same_dtype(ComputeGraph& g, int in, int out) {
+  if (g.tensor(in).dtype != g.tensor(out).dtype) {
+    g.fail(std::string("dtype conversion ") + dtype_name(g.tensor(in).dtype) + " -> " +
+           dtype_name(g.tensor(out).dtype) + " is not supported");
+  }
+}
+
+struct StridedCopyParams {
+  int32_t out_sizes[8];
+  int32_t in_strides[8];
+  int32_t numel, rank, in_offset, pad;
+};
+
+// permute_copy(self, dims)
+void add_permute(ComputeGraph& g, int in, int out, const IntList& dims_in) {
+  require_float(g, in);
+  const int64_t rank = g.tensor(in).dim();
+  if (static_cast<int64_t>(dims_in.size()) != rank) g.fail("permute dims do not match the rank");
+  IntList dims;
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims_in) {
+    const int64_t nd = normalize_dim(g, d, rank);
+    if (seen[nd]) g.fail("permute dims repeat dim " + std::to_string(nd));
+    seen[nd] = true;
+    dims.push_back(nd);
+  }
+  g.add_node(g.current_op(), "strided_copy", kLocal1D, {out, in},
+             [in, out, dims](ComputeGraph& g, Node& node) {
+               const Tensor& t = g.tensor(in);
+               Tensor& o = g.tensor(out);
+               const Sizes st = t.strides();
+               Sizes out_sizes, out_strides;
+               for (int64_t d : dims) {
+                 out_sizes.push_back(t.sizes[d]);
+                 out_strides.push_back(st[d]);
+               }
+               o.sizes = out_sizes;
+               StridedCopyParams p{};
+               pack8(p.out_sizes, out_sizes);
+               pack8(p.in_strides, out_strides);
+               p.numel = static_cast<int32_t>(o.numel());
+               p.rank = static_cast<int32_t>(o.dim());
+               node.set_params(p);
+               node.set_groups_1d(o.numel(), kLocal1D[0]);
+             });
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_view_ops) {
+  // view_copy(self, size)
+  register_op("aten.view_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_reshape(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+  // unsqueeze_copy(self, dim)
+  register_op("aten.unsqueeze_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    const int in = a.at(0), out = a.back();
+    const int64_t dim = g.get_int(a.at(1));
+    normalize_dim(g, dim, g.tensor(in).dim() + 1);
+    g.add_view_node(g.current_op(), out, in, [in, out, dim](ComputeGraph& g, Node&) {
+      Sizes s = g.tensor(in).sizes;
+      const int64_t d = normalize_dim(g, dim, static_cast<int64_t>(s.size()) + 1);
+      s.insert(s.begin() + d, 1);
+      g.tensor(out).sizes = s;
+    });
+  });
+  // squeeze_copy.dims(self, dim[]), squeeze_copy.dim(self, dim), squeeze_copy(self)
+  auto squeeze = [](ComputeGraph& g, int in, int out, std::vector<int64_t> dims, bool all) {
+    g.add_view_node(g.current_op(), out, in, [in, out, dims, all](ComputeGraph& g, Node&) {
+      const Sizes& s = g.tensor(in).sizes;
+      const int64_t rank = static_cast<int64_t>(s.size());
+      std::vector<bool> drop(s.size(), false);
+      if (all) {
+        for (int64_t d = 0; d < rank; ++d) drop[d] = s[d] == 1;
+      } else {
+        for (int64_t d : dims) {
+          if (rank == 0) continue;
+          const int64_t nd = normalize_dim(g, d, rank);
+          drop[nd] = s[nd] == 1;
+        }
+      }
+      Sizes o;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!drop[d]) o.push_back(s[d]);
+      }
+      g.tensor(out).sizes = o;
+    });
+  };
+  register_op("aten.squeeze_copy.dims", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+    squeeze(g, a.at(0), a.back(), g.get_int_list(a.at(1)), false);
+  });
+  register_op("aten.squeeze_copy.dim", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+    squeeze(g, a.at(0), a.back(), {g.get_int(a.at(1))}, false);
+  });
+  register_op("aten.squeeze_copy.default", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+    squeeze(g, a.at(0), a.back(), {}, true);
+  });
+  // clone(self, *, memory_format=None), alias_copy(self)
+  for (const char* name : {"aten.clone.default", "aten.alias_copy.default"}) {
+    register_op(name, [](ComputeGraph& g, const std::vector<int>& a) {
+      add_identity(g, a.at(0), a.back());
+    });
+  }
+  // _clone_dim_order(self, *, non_blocking=False, dim_order=None)
+  register_op("dim_order_ops._clone_dim_order.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    require_contiguous_dim_order(g, a.at(2), g.tensor(a.at(0)).dim());
+    add_identity(g, a.at(0), a.back());
+  });
+  // _to_dim_order_copy(self, *, dtype, layout, device, pin_memory, non_blocking, dim_order)
+  register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    require_contiguous_dim_order(g, a.at(6), g.tensor(a.at(0)).dim());
+    require_same_dtype(g, a.at(0), a.back());
+    add_identity(g, a.at(0), a.back());
+  });
+  // _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format)
+  register_op("aten._to_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    require_same_dtype(g, a.at(0), a.back());
+    add_identity(g, a.at(0), a.back());
+  });
+  // permute_copy(self, dims)
+  register_op("aten.permute_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_permute(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+}
+
+}  // namespace vkd

@@ -1,0 +1,126 @@
+// vkdelegate.runtime._vkdelegate: loading it registers the backend with the
+// ExecuTorch runtime of the process; it also runs blobs directly (tests, tools)
+// and reports on the device.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "../backend/backend.h"
+#include "../graph/compute_graph.h"
+#include "../ops/op_registry.h"
+
+namespace py = pybind11;
+using namespace vkd;
+
+namespace {
+
+const char* numpy_name(DType t) {
+  return t == DType::Bool ? "bool" : dtype_name(t);
+}
+
+py::dict device_info() {
+  Context* ctx = Context::get();
+  if (!ctx) throw std::runtime_error("no Vulkan device is available: " + Context::unavailable_reason());
+  const DeviceInfo& i = ctx->info();
+  py::dict d;
+  d["name"] = i.name;
+  d["type"] = i.type;
+  d["api_version"] = std::to_string(VK_API_VERSION_MAJOR(i.api_version)) + "." +
+                     std::to_string(VK_API_VERSION_MINOR(i.api_version)) + "." +
+                     std::to_string(VK_API_VERSION_PATCH(i.api_version));
+  d["subgroup_size"] = i.subgroup_size;
+  d["max_shared_memory"] = i.max_shared_memory;
+  d["max_storage_buffer_range"] = i.max_storage_buffer_range;
+  d["timestamps"] = i.timestamps;
+  d["shader_float16"] = i.shader_float16;
+  d["storage_16bit"] = i.storage_16bit;
+  d["shader_int64"] = i.shader_int64;
+  d["integer_dot_product"] = i.integer_dot_product;
+  d["cooperative_matrix"] = i.cooperative_matrix;
+  return d;
+}
+
+py::dict memory_report(const ComputeGraph& g) {
+  const MemoryReport r = g.memory_report();
+  py::dict d;
+  d["intermediate_bytes"] = r.intermediate_bytes;
+  d["constant_bytes"] = r.constant_bytes;
+  d["staging_bytes"] = r.staging_bytes;
+  d["params_bytes"] = r.params_bytes;
+  d["num_storages"] = r.num_storages;
+  return d;
+}
+
+std::unique_ptr<ComputeGraph> load_graph(py::bytes blob) {
+  std::string data = blob;  // the graph copies what it keeps
+  return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+}
+
+py::list run(ComputeGraph& g, const py::list& inputs) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  if (inputs.size() != g.num_inputs()) {
+    throw GraphError("expected " + std::to_string(g.num_inputs()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  }
+  py::module_ np = py::module_::import("numpy");
+  for (size_t i = 0; i < g.num_inputs(); ++i) {
+    py::array a = np.attr("ascontiguousarray")(inputs[i]);
+    const DType want = g.input(i).dtype;
+    if (!a.dtype().is(py::dtype(numpy_name(want)))) {
+      throw GraphError("input " + std::to_string(i) + " has dtype " +
+                       std::string(py::str(a.dtype())) + ", expected " + dtype_name(want));
+    }
+    g.set_input_sizes(i, Sizes(a.shape(), a.shape() + a.ndim()));
+    g.copy_input(i, a.data(), a.nbytes());
+  }
+  {
+    py::gil_scoped_release release;
+    g.execute();
+  }
+  py::list outs;
+  for (size_t i = 0; i < g.num_outputs(); ++i) {
+    const Tensor& o = g.output(i);
+    py::array a(py::dtype(numpy_name(o.dtype)), std::vector<py::ssize_t>(o.sizes.begin(), o.sizes.end()));
+    g.copy_output(i, a.mutable_data(), a.nbytes());
+    outs.append(a);
+  }
+  return outs;
+}
+
+py::list timings(const ComputeGraph& g) {
+  py::list l;
+  for (const NodeTiming& t : g.timings()) l.append(py::make_tuple(t.op, t.shape, t.us));
+  return l;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_vkdelegate, m) {
+  m.doc() = "vkdelegate runtime: the VkDelegateBackend for ExecuTorch, and direct graph runs";
+  py::register_exception<GraphError>(m, "GraphError", PyExc_ValueError);
+  py::register_exception<VulkanError>(m, "VulkanError", PyExc_RuntimeError);
+
+  m.attr("BACKEND_ID") = kBackendId;
+  m.def("is_available", [] { return Context::get() != nullptr; },
+        "Whether a Vulkan device can be used.");
+  m.def("unavailable_reason", [] { Context::get(); return Context::unavailable_reason(); });
+  m.def("device_info", &device_info, "Properties of the chosen Vulkan device.");
+  m.def("validation_enabled", [] { Context::get(); return Context::validation_enabled(); });
+  m.def("validation_error_count", &Context::validation_error_count);
+  m.def("registered_ops", &registered_ops, "Op names this runtime has kernels for.");
+  m.def("last_error", &last_error, "The last error the backend reported to ExecuTorch.");
+  m.def("loaded_memory_reports", [] {
+    py::list l;
+    for (ComputeGraph* g : live_graphs()) l.append(memory_report(*g));
+    return l;
+  }, "Memory report of every delegate currently loaded through ExecuTorch.");
+
+  py::class_<ComputeGraph>(m, "Graph")
+      .def(py::init(&load_graph), py::arg("blob"), "Loads a delegate blob onto the device.")
+      .def_property_readonly("num_inputs", &ComputeGraph::num_inputs)
+      .def_property_readonly("num_outputs", &ComputeGraph::num_outputs)
+      .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")
+      .def("memory_report", &memory_report)
+      .def("set_profiling", &ComputeGraph::set_profiling)
+      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run");
+}

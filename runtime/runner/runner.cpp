@@ -1,0 +1,233 @@
+// vkdelegate_runner: loads a .pte with the ExecuTorch runtime (no Python), runs
+// a method on made-up inputs and prints the device and latency; --profile adds
+// a per-dispatch GPU time table, --memory the delegates' memory report.
+#include <executorch/extension/data_loader/file_data_loader.h>
+#include <executorch/runtime/core/portable_type/tensor_impl.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../backend/backend.h"
+#include "../graph/compute_graph.h"
+
+namespace et = ::executorch::runtime;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::FileDataLoader;
+
+namespace {
+
+struct Options {
+  std::string model;
+  std::string method = "forward";
+  int iters = 10;
+  int warmup = 3;
+  bool profile = false;
+  bool memory = false;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: vkdelegate_runner --model FILE.pte [--method forward] [--iters N]\n"
+               "                         [--warmup N] [--profile] [--memory]\n");
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", what);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--model" || a == "--model_path") {
+      const char* v = next("--model"); if (!v) return false; o.model = v;
+    } else if (a == "--method") {
+      const char* v = next("--method"); if (!v) return false; o.method = v;
+    } else if (a == "--iters") {
+      const char* v = next("--iters"); if (!v) return false; o.iters = std::max(1, std::atoi(v));
+    } else if (a == "--warmup") {
+      const char* v = next("--warmup"); if (!v) return false; o.warmup = std::max(0, std::atoi(v));
+    } else if (a == "--profile") {
+      o.profile = true;
+    } else if (a == "--memory") {
+      o.memory = true;
+    } else if (a == "-h" || a == "--help") {
+      return false;
+    } else {
+      std::fprintf(stderr, "unknown argument '%s'\n", a.c_str());
+      return false;
+    }
+  }
+  return !o.model.empty();
+}
+
+// Keeps a made-up input tensor and everything it points to alive.
+struct InputTensor {
+  std::vector<uint8_t> data;
+  std::vector<::executorch::aten::SizesType> sizes;
+  std::vector<::executorch::aten::DimOrderType> dim_order;
+  std::unique_ptr<::executorch::runtime::etensor::TensorImpl> impl;
+};
+
+void fill(ScalarType t, std::vector<uint8_t>& data, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  if (t == ScalarType::Float) {
+    float* p = reinterpret_cast<float*>(data.data());
+    for (size_t i = 0; i < data.size() / 4; ++i) p[i] = uni(rng);
+  } else {
+    std::fill(data.begin(), data.end(), 0);  // indices and masks: zeros are always valid
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, opt)) {
+    usage();
+    return 2;
+  }
+  et::runtime_init();
+
+  vkd::Context* ctx = vkd::Context::get();
+  if (!ctx) {
+    std::fprintf(stderr, "vkdelegate_runner: no Vulkan device: %s\n",
+                 vkd::Context::unavailable_reason().c_str());
+    return 1;
+  }
+  std::printf("device: %s (%s, Vulkan %u.%u)\n", ctx->info().name.c_str(), ctx->info().type.c_str(),
+              VK_API_VERSION_MAJOR(ctx->info().api_version), VK_API_VERSION_MINOR(ctx->info().api_version));
+
+  auto loader = FileDataLoader::from(opt.model.c_str());
+  if (!loader.ok()) {
+    std::fprintf(stderr, "cannot open %s\n", opt.model.c_str());
+    return 1;
+  }
+  const auto t_load0 = std::chrono::steady_clock::now();
+  auto program = et::Program::load(&loader.get());
+  if (!program.ok()) {
+    std::fprintf(stderr, "%s is not a valid program (error 0x%x)\n", opt.model.c_str(),
+                 static_cast<unsigned>(program.error()));
+    return 1;
+  }
+  auto meta = program->method_meta(opt.method.c_str());
+  if (!meta.ok()) {
+    std::fprintf(stderr, "the program has no method '%s'\n", opt.method.c_str());
+    return 1;
+  }
+
+  std::vector<std::vector<uint8_t>> planned(meta->num_memory_planned_buffers());
+  std::vector<et::Span<uint8_t>> spans;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    planned[i].resize(meta->memory_planned_buffer_size(i).get());
+    spans.emplace_back(planned[i].data(), planned[i].size());
+  }
+  std::vector<uint8_t> method_pool(16 << 20), temp_pool(16 << 20);
+  et::MemoryAllocator method_allocator(method_pool.size(), method_pool.data());
+  et::MemoryAllocator temp_allocator(temp_pool.size(), temp_pool.data());
+  et::HierarchicalAllocator planned_memory({spans.data(), spans.size()});
+  et::MemoryManager memory_manager(&method_allocator, &planned_memory, &temp_allocator);
+
+  auto method = program->load_method(opt.method.c_str(), &memory_manager);
+  if (!method.ok()) {
+    std::fprintf(stderr, "cannot load method '%s' (error 0x%x): %s\n", opt.method.c_str(),
+                 static_cast<unsigned>(method.error()), vkd::last_error().c_str());
+    return 1;
+  }
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
+
+  std::mt19937 rng(0);
+  std::vector<InputTensor> inputs(meta->num_inputs());
+  for (size_t i = 0; i < meta->num_inputs(); ++i) {
+    auto tag = meta->input_tag(i);
+    if (!tag.ok() || tag.get() != et::Tag::Tensor) {
+      std::fprintf(stderr, "input %zu is not a tensor; only tensor inputs are supported\n", i);
+      return 1;
+    }
+    auto tm = meta->input_tensor_meta(i).get();
+    InputTensor& in = inputs[i];
+    in.sizes.assign(tm.sizes().begin(), tm.sizes().end());
+    in.dim_order.assign(tm.dim_order().begin(), tm.dim_order().end());
+    in.data.resize(tm.nbytes());
+    fill(tm.scalar_type(), in.data, rng);
+    in.impl = std::make_unique<::executorch::runtime::etensor::TensorImpl>(
+        tm.scalar_type(), static_cast<ssize_t>(in.sizes.size()), in.sizes.data(), in.data.data(),
+        in.dim_order.data());
+    et::Error e = method->set_input(et::EValue(::executorch::aten::Tensor(in.impl.get())), i);
+    if (e != et::Error::Ok) {
+      std::fprintf(stderr, "set_input %zu failed (error 0x%x)\n", i, static_cast<unsigned>(e));
+      return 1;
+    }
+  }
+
+  for (int i = 0; i < opt.warmup; ++i) {
+    if (method->execute() != et::Error::Ok) {
+      std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
+      return 1;
+    }
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < opt.iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (method->execute() != et::Error::Ok) {
+      std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
+      return 1;
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const auto graphs = vkd::live_graphs();
+  std::printf("model: %s (%zu delegate%s)\n", opt.model.c_str(), graphs.size(), graphs.size() == 1 ? "" : "s");
+  std::printf("load: %.3f ms\n", load_ms);
+  std::printf("latency over %d iterations: min %.3f ms, median %.3f ms\n", opt.iters, ms.front(),
+              ms[ms.size() / 2]);
+
+  if (opt.memory) {
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      const vkd::MemoryReport r = graphs[i]->memory_report();
+      std::printf("delegate %zu memory: intermediates %llu B, constants %llu B, staging %llu B, "
+                  "parameters %llu B, buffers %llu\n",
+                  i, (unsigned long long)r.intermediate_bytes, (unsigned long long)r.constant_bytes,
+                  (unsigned long long)r.staging_bytes, (unsigned long long)r.params_bytes,
+                  (unsigned long long)r.num_storages);
+    }
+  }
+  if (opt.profile) {
+    try {
+      for (auto* g : graphs) g->set_profiling(true);
+      if (method->execute() != et::Error::Ok) {
+        std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
+        return 1;
+      }
+      for (size_t i = 0; i < graphs.size(); ++i) {
+        const auto& t = graphs[i]->timings();
+        double total = 0;
+        for (const auto& n : t) total += n.us;
+        std::printf("delegate %zu GPU time per dispatch (total %.1f us):\n", i, total);
+        std::printf("  %-4s %-32s %-24s %10s %7s\n", "#", "op", "output", "us", "share");
+        for (size_t k = 0; k < t.size(); ++k) {
+          std::printf("  %-4zu %-32s %-24s %10.1f %6.1f%%\n", k, t[k].op.c_str(), t[k].shape.c_str(),
+                      t[k].us, total > 0 ? 100.0 * t[k].us / total : 0.0);
+        }
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "profiling unavailable: %s\n", e.what());
+      return 1;
+    }
+  }
+  return 0;
+}

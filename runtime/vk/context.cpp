@@ -1,0 +1,417 @@
+#include "context.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "memory.h"
+#include "pipeline.h"
+
+namespace vkd {
+
+namespace {
+
+std::atomic<uint64_t> g_validation_errors{0};
+bool g_validation_enabled = false;
+std::string g_unavailable_reason;
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+bool env_flag(const char* name) {
+  const char* v = env(name);
+  return v && std::strcmp(v, "0") != 0;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+    VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data,
+    void*) {
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    g_validation_errors.fetch_add(1);
+    std::fprintf(stderr, "[vkdelegate] Vulkan validation error: %s\n",
+                 data->pMessage);
+  } else if (env_flag("VKDELEGATE_VERBOSE")) {
+    std::fprintf(stderr, "[vkdelegate] Vulkan: %s\n", data->pMessage);
+  }
+  return VK_FALSE;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts,
+                   const char* name) {
+  for (const auto& e : exts) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
+    default: return 3;
+  }
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(c));
+  return s;
+}
+
+} // namespace
+
+const char* result_name(VkResult r) {
+  switch (r) {
+#define VKD_CASE(x) case x: return #x;
+    VKD_CASE(VK_SUCCESS) VKD_CASE(VK_NOT_READY) VKD_CASE(VK_TIMEOUT)
+    VKD_CASE(VK_INCOMPLETE) VKD_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    VKD_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    VKD_CASE(VK_ERROR_INITIALIZATION_FAILED) VKD_CASE(VK_ERROR_DEVICE_LOST)
+    VKD_CASE(VK_ERROR_MEMORY_MAP_FAILED) VKD_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    VKD_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    VKD_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    VKD_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    VKD_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    VKD_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    VKD_CASE(VK_ERROR_FRAGMENTED_POOL) VKD_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+#undef VKD_CASE
+    default: return "VkResult error";
+  }
+}
+
+Context* Context::get() {
+  // Created once; a failure is remembered (with its reason) and not retried.
+  static Context* instance = [] () -> Context* {
+    std::unique_ptr<Context> ctx(new Context());
+    try {
+      ctx->create();
+    } catch (const std::exception& e) {
+      g_unavailable_reason = e.what();
+      return nullptr;
+    }
+    return ctx.release();
+  }();
+  return instance;
+}
+
+const std::string& Context::unavailable_reason() { return g_unavailable_reason; }
+uint64_t Context::validation_error_count() { return g_validation_errors.load(); }
+bool Context::validation_enabled() { return g_validation_enabled; }
+
+void Context::create() {
+  const char* why = nullptr;
+  if (!load_vulkan_library(&why)) {
+    throw VulkanError(why);
+  }
+
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  if (vkEnumerateInstanceVersion) {
+    vkEnumerateInstanceVersion(&loader_version);
+  }
+  if (loader_version < VK_API_VERSION_1_1) {
+    throw VulkanError("the Vulkan loader supports only Vulkan 1.0; 1.1 is needed");
+  }
+  const uint32_t api_version = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> inst_exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, inst_exts.data());
+  n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+
+  const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+  bool layer_present = false;
+  for (const auto& l : layers) {
+    if (std::strcmp(l.layerName, kValidationLayer) == 0) layer_present = true;
+  }
+  const bool want_validation = env_flag("VKDELEGATE_VALIDATION");
+  const char* env_layers = env("VK_INSTANCE_LAYERS");
+  const bool env_validation =
+      env_layers && std::strstr(env_layers, kValidationLayer) != nullptr;
+  if (want_validation && !layer_present) {
+    throw VulkanError(
+        "VKDELEGATE_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not "
+        "installed (Debian: apt-get install vulkan-validationlayers)");
+  }
+  g_validation_enabled = (want_validation || env_validation) && layer_present;
+
+  std::vector<const char*> enabled_layers;
+  std::vector<const char*> enabled_exts;
+  if (want_validation) enabled_layers.push_back(kValidationLayer);
+  const bool debug_utils =
+      g_validation_enabled && has_extension(inst_exts, "VK_EXT_debug_utils");
+  if (debug_utils) enabled_exts.push_back("VK_EXT_debug_utils");
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkdelegate";
+  app.pEngineName = "vkdelegate";
+  app.apiVersion = api_version;
+
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = on_debug_message;
+
+  // Synchronization validation catches missing barriers, which a CPU driver
+  // forgives and a real GPU does not.
+  VkValidationFeatureEnableEXT sync_validation =
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = &sync_validation;
+
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = static_cast<uint32_t>(enabled_layers.size());
+  ici.ppEnabledLayerNames = enabled_layers.data();
+  ici.enabledExtensionCount = static_cast<uint32_t>(enabled_exts.size());
+  ici.ppEnabledExtensionNames = enabled_exts.data();
+  if (debug_utils) {
+    ici.pNext = &messenger_info;
+    if (!env_flag("VKDELEGATE_NO_SYNC_VALIDATION")) {
+      messenger_info.pNext = &features;
+    }
+  }
+  VkResult r = vkCreateInstance(&ici, nullptr, &instance_);
+  if (r != VK_SUCCESS) {
+    throw VulkanError(std::string("no Vulkan driver could create an instance (") +
+                      result_name(r) + ")");
+  }
+  load_instance_functions(instance_);
+  if (debug_utils && vkCreateDebugUtilsMessengerEXT) {
+    VKD_CHECK(vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr,
+                                             &messenger_));
+  }
+
+  n = 0;
+  vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+  std::vector<VkPhysicalDevice> devices(n);
+  vkEnumeratePhysicalDevices(instance_, &n, devices.data());
+  if (devices.empty()) {
+    throw VulkanError("no Vulkan device is available (the loader found no driver)");
+  }
+
+  // Device choice: VKDELEGATE_DEVICE is an index or a part of the device name;
+  // otherwise a discrete GPU first, a CPU driver (lavapipe) last.
+  std::vector<VkPhysicalDeviceProperties> props(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    vkGetPhysicalDeviceProperties(devices[i], &props[i]);
+  }
+  int chosen = -1;
+  if (const char* want = env("VKDELEGATE_DEVICE")) {
+    char* end = nullptr;
+    long idx = std::strtol(want, &end, 10);
+    if (end && *end == '\0') {
+      if (idx < 0 || idx >= static_cast<long>(devices.size())) {
+        throw VulkanError("VKDELEGATE_DEVICE=" + std::string(want) +
+                          " is out of range: there are " +
+                          std::to_string(devices.size()) + " devices");
+      }
+      chosen = static_cast<int>(idx);
+    } else {
+      for (size_t i = 0; i < devices.size() && chosen < 0; ++i) {
+        if (lower(props[i].deviceName).find(lower(want)) != std::string::npos) {
+          chosen = static_cast<int>(i);
+        }
+      }
+      if (chosen < 0) {
+        std::string names;
+        for (const auto& p : props) names += std::string(" '") + p.deviceName + "'";
+        throw VulkanError("VKDELEGATE_DEVICE='" + std::string(want) +
+                          "' matches no device; devices:" + names);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (props[i].apiVersion < VK_API_VERSION_1_1) continue;
+      if (chosen < 0 || type_rank(props[i].deviceType) <
+                            type_rank(props[chosen].deviceType)) {
+        chosen = static_cast<int>(i);
+      }
+    }
+    if (chosen < 0) {
+      throw VulkanError("no Vulkan 1.1 device is available");
+    }
+  }
+  physical_device_ = devices[chosen];
+  const VkPhysicalDeviceProperties& p = props[chosen];
+  if (p.apiVersion < VK_API_VERSION_1_1) {
+    throw VulkanError(std::string("device '") + p.deviceName +
+                      "' supports only Vulkan 1.0; 1.1 is needed");
+  }
+
+  // Properties and features we adapt to.
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(physical_device_, &props2);
+
+  n = 0;
+  vkEnumerateDeviceExtensionProperties(physical_device_, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> dev_exts(n);
+  vkEnumerateDeviceExtensionProperties(physical_device_, nullptr, &n, dev_exts.data());
+
+  VkPhysicalDevice16BitStorageFeatures storage16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features float16int8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  const bool has_f16i8 = p.apiVersion >= VK_API_VERSION_1_2 ||
+                         has_extension(dev_exts, "VK_KHR_shader_float16_int8");
+  features2.pNext = &storage16;
+  if (has_f16i8) storage16.pNext = &float16int8;
+  vkGetPhysicalDeviceFeatures2(physical_device_, &features2);
+
+  info_.name = p.deviceName;
+  info_.type = type_name(p.deviceType);
+  info_.api_version = p.apiVersion;
+  info_.vendor_id = p.vendorID;
+  info_.subgroup_size = subgroup.subgroupSize;
+  info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
+  info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  info_.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
+  info_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  info_.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  info_.timestamp_period_ns = p.limits.timestampPeriod;
+  info_.shader_int64 = features2.features.shaderInt64;
+  info_.storage_16bit = storage16.storageBuffer16BitAccess;
+  info_.shader_float16 = has_f16i8 && float16int8.shaderFloat16;
+  info_.integer_dot_product = has_extension(dev_exts, "VK_KHR_shader_integer_dot_product");
+  info_.cooperative_matrix = has_extension(dev_exts, "VK_KHR_cooperative_matrix");
+
+  // One compute queue.
+  n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &n, families.data());
+  bool found = false;
+  for (uint32_t i = 0; i < n && !found; ++i) {
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queue_family_ = i;
+      found = true;
+    }
+  }
+  if (!found) {
+    throw VulkanError(std::string("device '") + p.deviceName + "' has no compute queue");
+  }
+  info_.timestamps = families[queue_family_].timestampValidBits > 0 &&
+                     p.limits.timestampComputeAndGraphics;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+
+  // Enable exactly the optional features we use and the device has.
+  VkPhysicalDeviceFeatures2 enable{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  enable.features.shaderInt64 = features2.features.shaderInt64;
+  VkPhysicalDevice16BitStorageFeatures enable16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  enable16.storageBuffer16BitAccess = storage16.storageBuffer16BitAccess;
+  enable16.uniformAndStorageBuffer16BitAccess = storage16.uniformAndStorageBuffer16BitAccess;
+  VkPhysicalDeviceShaderFloat16Int8Features enable_f16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  enable_f16.shaderFloat16 = float16int8.shaderFloat16;
+  enable_f16.shaderInt8 = float16int8.shaderInt8;
+  enable.pNext = &enable16;
+  if (has_f16i8) enable16.pNext = &enable_f16;
+
+  std::vector<const char*> device_exts;
+  if (p.apiVersion < VK_API_VERSION_1_2 && has_f16i8) {
+    device_exts.push_back("VK_KHR_shader_float16_int8");
+  }
+
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &enable;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(device_exts.size());
+  dci.ppEnabledExtensionNames = device_exts.data();
+  VKD_CHECK(vkCreateDevice(physical_device_, &dci, nullptr, &device_));
+  load_device_functions(device_);
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  vkGetPhysicalDeviceMemoryProperties(physical_device_, &memory_properties_);
+
+  allocator_ = std::make_unique<Allocator>(*this);
+  pipelines_ = std::make_unique<PipelineCache>(*this);
+}
+
+Context::~Context() {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipelines_.reset();
+  allocator_.reset();
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    VKD_CHECK(vkResetFences(device_, 1, &fence));
+    VKD_CHECK(vkQueueSubmit(queue_, 1, &si, fence));
+  }
+  VKD_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+}
+
+CommandStream::CommandStream(Context& ctx) : ctx_(ctx) {
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = ctx.queue_family();
+  VKD_CHECK(vkCreateCommandPool(ctx.device(), &pci, nullptr, &pool_));
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VKD_CHECK(vkAllocateCommandBuffers(ctx.device(), &ai, &cmd_));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VKD_CHECK(vkCreateFence(ctx.device(), &fci, nullptr, &fence_));
+}
+
+CommandStream::~CommandStream() {
+  vkDestroyFence(ctx_.device(), fence_, nullptr);
+  vkDestroyCommandPool(ctx_.device(), pool_, nullptr);
+}
+
+VkCommandBuffer CommandStream::begin() {
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  VKD_CHECK(vkBeginCommandBuffer(cmd_, &bi));  // implicitly resets (pool flag)
+  return cmd_;
+}
+
+void CommandStream::end() { VKD_CHECK(vkEndCommandBuffer(cmd_)); }
+
+void CommandStream::submit_and_wait() { ctx_.submit_and_wait(cmd_, fence_); }
+
+} // namespace vkd

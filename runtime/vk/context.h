@@ -1,0 +1,125 @@
+// The one Vulkan context of the process: instance, chosen physical device,
+// logical device with one compute queue, memory allocator and pipeline cache.
+// Shared by every loaded program; queue submissions are serialized.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "loader.h"
+
+namespace vkd {
+
+// Every Vulkan failure inside the runtime becomes this exception; the backend
+// boundary turns it into an ExecuTorch Error with the message logged.
+class VulkanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+const char* result_name(VkResult r);
+
+#define VKD_CHECK(expr)                                                     \
+  do {                                                                      \
+    VkResult vkd_result_ = (expr);                                          \
+    if (vkd_result_ != VK_SUCCESS) {                                        \
+      throw ::vkd::VulkanError(std::string(#expr " failed: ") +             \
+                               ::vkd::result_name(vkd_result_));            \
+    }                                                                       \
+  } while (0)
+
+class Allocator;
+class PipelineCache;
+
+struct DeviceInfo {
+  std::string name;
+  std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  uint32_t api_version = 0;
+  uint32_t vendor_id = 0;
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_memory = 0;
+  VkDeviceSize max_storage_buffer_range = 0;
+  VkDeviceSize min_uniform_offset_alignment = 0;
+  VkDeviceSize min_storage_offset_alignment = 0;
+  uint32_t max_workgroup_count[3] = {0, 0, 0};
+  uint32_t max_workgroup_invocations = 0;
+  float timestamp_period_ns = 0.f;
+  bool timestamps = false;
+  bool shader_float16 = false;
+  bool storage_16bit = false;
+  bool shader_int64 = false;
+  bool integer_dot_product = false;
+  bool cooperative_matrix = false;
+};
+
+class Context {
+ public:
+  // The process-wide context, created on first use. Returns nullptr when no
+  // Vulkan device can be used; unavailable_reason() then says why.
+  static Context* get();
+  static const std::string& unavailable_reason();
+
+  // Number of validation-layer errors reported so far (validation is on when
+  // VKDELEGATE_VALIDATION=1 or the layer is enabled through VK_INSTANCE_LAYERS).
+  static uint64_t validation_error_count();
+  static bool validation_enabled();
+
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical_device() const { return physical_device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const DeviceInfo& info() const { return info_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const {
+    return memory_properties_;
+  }
+  Allocator& allocator() { return *allocator_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+
+  // Submits one command buffer and waits for it to finish.
+  void submit_and_wait(VkCommandBuffer cmd, VkFence fence);
+
+ private:
+  Context() = default;
+  void create();
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  DeviceInfo info_;
+  VkPhysicalDeviceMemoryProperties memory_properties_{};
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::mutex queue_mutex_;
+};
+
+// A command pool with one primary command buffer and a fence, for one graph
+// (or one upload). Not thread-safe; each user owns its own.
+class CommandStream {
+ public:
+  explicit CommandStream(Context& ctx);
+  ~CommandStream();
+  CommandStream(const CommandStream&) = delete;
+  CommandStream& operator=(const CommandStream&) = delete;
+
+  VkCommandBuffer begin();  // resets and begins recording
+  void end();
+  void submit_and_wait();
+  VkCommandBuffer handle() const { return cmd_; }
+
+ private:
+  Context& ctx_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+} // namespace vkd

@@ -1,0 +1,97 @@
+// Vulkan entry points, loaded at run time from libvulkan.so.1.
+//
+// We do not link the Vulkan loader: a machine with no Vulkan at all must still be
+// able to import vkdelegate (and be told that no device is available). Every
+// function we call is listed once in the X-macro lists below.
+#pragma once
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#define VKD_GLOBAL_FUNCTIONS(X)              \
+  X(vkCreateInstance)                        \
+  X(vkEnumerateInstanceExtensionProperties)  \
+  X(vkEnumerateInstanceLayerProperties)      \
+  X(vkEnumerateInstanceVersion)
+
+#define VKD_INSTANCE_FUNCTIONS(X)                \
+  X(vkDestroyInstance)                           \
+  X(vkEnumeratePhysicalDevices)                  \
+  X(vkGetPhysicalDeviceProperties)               \
+  X(vkGetPhysicalDeviceProperties2)              \
+  X(vkGetPhysicalDeviceFeatures2)                \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)    \
+  X(vkGetPhysicalDeviceMemoryProperties)         \
+  X(vkEnumerateDeviceExtensionProperties)        \
+  X(vkCreateDevice)                              \
+  X(vkGetDeviceProcAddr)
+
+#define VKD_DEBUG_FUNCTIONS(X)        \
+  X(vkCreateDebugUtilsMessengerEXT)   \
+  X(vkDestroyDebugUtilsMessengerEXT)
+
+#define VKD_DEVICE_FUNCTIONS(X)         \
+  X(vkDestroyDevice)                    \
+  X(vkGetDeviceQueue)                   \
+  X(vkAllocateMemory)                   \
+  X(vkFreeMemory)                       \
+  X(vkMapMemory)                        \
+  X(vkUnmapMemory)                      \
+  X(vkFlushMappedMemoryRanges)          \
+  X(vkInvalidateMappedMemoryRanges)     \
+  X(vkCreateBuffer)                     \
+  X(vkDestroyBuffer)                    \
+  X(vkGetBufferMemoryRequirements)      \
+  X(vkBindBufferMemory)                 \
+  X(vkCreateShaderModule)               \
+  X(vkDestroyShaderModule)              \
+  X(vkCreateDescriptorSetLayout)        \
+  X(vkDestroyDescriptorSetLayout)       \
+  X(vkCreatePipelineLayout)             \
+  X(vkDestroyPipelineLayout)            \
+  X(vkCreatePipelineCache)              \
+  X(vkDestroyPipelineCache)             \
+  X(vkCreateComputePipelines)           \
+  X(vkDestroyPipeline)                  \
+  X(vkCreateDescriptorPool)             \
+  X(vkDestroyDescriptorPool)            \
+  X(vkAllocateDescriptorSets)           \
+  X(vkUpdateDescriptorSets)             \
+  X(vkCreateCommandPool)                \
+  X(vkDestroyCommandPool)               \
+  X(vkAllocateCommandBuffers)           \
+  X(vkFreeCommandBuffers)               \
+  X(vkBeginCommandBuffer)               \
+  X(vkEndCommandBuffer)                 \
+  X(vkCmdBindPipeline)                  \
+  X(vkCmdBindDescriptorSets)            \
+  X(vkCmdDispatch)                      \
+  X(vkCmdPipelineBarrier)               \
+  X(vkCmdCopyBuffer)                    \
+  X(vkCmdResetQueryPool)                \
+  X(vkCmdWriteTimestamp)                \
+  X(vkCreateQueryPool)                  \
+  X(vkDestroyQueryPool)                 \
+  X(vkGetQueryPoolResults)              \
+  X(vkCreateFence)                      \
+  X(vkDestroyFence)                     \
+  X(vkResetFences)                      \
+  X(vkWaitForFences)                    \
+  X(vkQueueSubmit)                      \
+  X(vkDeviceWaitIdle)
+
+namespace vkd {
+
+#define VKD_DECLARE(name) extern PFN_##name name;
+VKD_GLOBAL_FUNCTIONS(VKD_DECLARE)
+VKD_INSTANCE_FUNCTIONS(VKD_DECLARE)
+VKD_DEBUG_FUNCTIONS(VKD_DECLARE)
+VKD_DEVICE_FUNCTIONS(VKD_DECLARE)
+#undef VKD_DECLARE
+
+// Opens the Vulkan loader library. Returns false (and a reason) if there is none.
+bool load_vulkan_library(const char** why);
+void load_instance_functions(VkInstance instance);
+void load_device_functions(VkDevice device);
+
+} // namespace vkd

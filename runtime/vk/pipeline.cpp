@@ -1,0 +1,105 @@
+#include "pipeline.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace vkd {
+
+const ShaderBinary* find_shader(const std::string& name) {
+  static const std::unordered_map<std::string, const ShaderBinary*> index = [] {
+    std::unordered_map<std::string, const ShaderBinary*> m;
+    for (size_t i = 0; i < kNumShaderBinaries; ++i) {
+      m[kShaderBinaries[i].name] = &kShaderBinaries[i];
+    }
+    return m;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VKD_CHECK(vkCreatePipelineCache(ctx.device(), &ci, nullptr, &cache_));
+}
+
+PipelineCache::~PipelineCache() {
+  for (auto& [key, p] : pipelines_) {
+    vkDestroyPipeline(ctx_.device(), p->handle, nullptr);
+    vkDestroyPipelineLayout(ctx_.device(), p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(ctx_.device(), p->set_layout, nullptr);
+  }
+  vkDestroyPipelineCache(ctx_.device(), cache_, nullptr);
+}
+
+size_t PipelineCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pipelines_.size();
+}
+
+const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_storage,
+                                   LocalSize local_size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto key = std::make_tuple(shader, num_storage, local_size);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return *it->second;
+
+  const ShaderBinary* bin = find_shader(shader);
+  if (!bin) {
+    throw VulkanError("no embedded shader named '" + shader + "'");
+  }
+  auto p = std::make_unique<Pipeline>();
+  p->shader = shader;
+  p->num_storage = num_storage;
+  p->local_size = local_size;
+  VkDevice dev = ctx_.device();
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings(num_storage + 1);
+  for (uint32_t i = 0; i <= num_storage; ++i) {
+    bindings[i].binding = i;
+    bindings[i].descriptorType = i < num_storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                 : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dl.bindingCount = static_cast<uint32_t>(bindings.size());
+  dl.pBindings = bindings.data();
+  VKD_CHECK(vkCreateDescriptorSetLayout(dev, &dl, nullptr, &p->set_layout));
+
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p->set_layout;
+  VKD_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &p->layout));
+
+  VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  sm.codeSize = bin->num_words * sizeof(uint32_t);
+  sm.pCode = bin->words;
+  VkShaderModule module;
+  VKD_CHECK(vkCreateShaderModule(dev, &sm, nullptr, &module));
+
+  VkSpecializationMapEntry entries[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    entries[i] = {i, static_cast<uint32_t>(i * sizeof(uint32_t)), sizeof(uint32_t)};
+  }
+  VkSpecializationInfo spec{3, entries, sizeof(uint32_t) * 3, local_size.data()};
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = &spec;
+  ci.layout = p->layout;
+  VkResult r = vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->handle);
+  vkDestroyShaderModule(dev, module, nullptr);
+  if (r != VK_SUCCESS) {
+    vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    throw VulkanError("could not create the pipeline of shader '" + shader +
+                      "': " + result_name(r));
+  }
+  auto& ref = *p;
+  pipelines_.emplace(key, std::move(p));
+  return ref;
+}
+
+} // namespace vkd

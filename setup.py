@@ -1,0 +1,92 @@
+"""vkdelegate: an ExecuTorch delegate that runs PyTorch models on GPUs via Vulkan.
+
+`pip install .` (or `pip install -e .`) builds the Vulkan runtime with CMake:
+shaders with glslc, the Python module that registers the backend, and the
+vkdelegate_runner binary. The repository root is the `vkdelegate` package.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+def executorch_cmake_dir():
+    """share/cmake of the executorch wheel; found even from pip's isolated build env."""
+    if os.environ.get("VKDELEGATE_EXECUTORCH_DIR"):
+        return os.environ["VKDELEGATE_EXECUTORCH_DIR"]
+    code = "import importlib.util, os; s = importlib.util.find_spec('executorch'); " \
+           "print(os.path.join(list(s.submodule_search_locations)[0], 'share', 'cmake'))"
+    # An isolated build hides the target environment's site-packages through
+    # PYTHONPATH/PYTHONNOUSERSITE; ask a clean interpreter as well.
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    for env in (os.environ, clean_env):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        if r.returncode == 0 and Path(r.stdout.strip(), "executorch-config.cmake").exists():
+            return r.stdout.strip()
+    sys.exit("vkdelegate: the executorch==1.5.1 wheel must be installed before building "
+             "(pip install torch==2.13.0 executorch==1.5.1), or set VKDELEGATE_EXECUTORCH_DIR")
+
+
+def cmake_binary():
+    try:
+        import cmake  # the PyPI cmake package (>= 3.28); Debian 12's is too old
+        return str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
+    except ImportError:
+        return shutil.which("cmake") or "cmake"
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        import pybind11
+
+        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        build_dir = Path(os.environ.get("VKDELEGATE_BUILD_DIR", ROOT / "build" / "cmake"))
+        build_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            f"-DCMAKE_BUILD_TYPE={os.environ.get('VKDELEGATE_BUILD_TYPE', 'Release')}",
+            f"-Dexecutorch_DIR={executorch_cmake_dir()}",
+            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DVKDELEGATE_OUTPUT_DIR={out_dir}",
+        ]
+        if os.environ.get("VKDELEGATE_GLSLC"):
+            args.append(f"-DVKDELEGATE_GLSLC={os.environ['VKDELEGATE_GLSLC']}")
+        if shutil.which("ninja"):
+            args.append("-GNinja")
+        cmake = cmake_binary()
+        subprocess.check_call([cmake, "-S", str(ROOT), "-B", str(build_dir)] + args)
+        subprocess.check_call([cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 2)])
+
+
+PACKAGES = ["vkdelegate"] + [
+    "vkdelegate." + p for p in (
+        "backends", "partitioner", "serialization", "serialization.generated",
+        "serialization.generated.vkdelegate", "serialization.generated.vkdelegate.fb",
+        "runtime", "examples", "examples.models", "docs")
+]
+
+setup(
+    name="vkdelegate",
+    version="0.1.0",
+    description="ExecuTorch delegate running PyTorch models on any GPU through Vulkan compute",
+    python_requires=">=3.10",
+    packages=PACKAGES,
+    package_dir={"vkdelegate": "."},
+    package_data={"vkdelegate.runtime": ["vkdelegate_runner"], "vkdelegate.serialization": ["schema.fbs"]},
+    install_requires=["executorch==1.5.1", "flatbuffers", "numpy"],
+    ext_modules=[CMakeExtension("vkdelegate.runtime._vkdelegate")],
+    cmdclass={"build_ext": CMakeBuild},
+    entry_points={"console_scripts": ["vkdelegate_runner=vkdelegate.runtime.runner:main"]},
+    zip_safe=False,
+)
