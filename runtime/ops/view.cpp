@@ -1,6 +1,9 @@
 // Ops that only move data or relabel it. Views (reshape, squeeze, unsqueeze,
 // clone, same-dtype copies) share the input's storage: nothing in a delegate's
 // graph writes in place, so no copy is needed. permute gathers with strides.
+#include <functional>
+#include <optional>
+
 #include "op_utils.h"
 
 namespace vkd {
@@ -68,9 +71,36 @@ struct StridedCopyParams {
   int32_t numel, rank, in_offset, pad;
 };
 
+// How a gather reads its input: output sizes, the input stride of each output
+// dim, and a start offset; computed from the input's current sizes.
+struct Gather {
+  Sizes sizes;
+  Sizes strides;
+  int64_t offset = 0;
+};
+using GatherFn = std::function<Gather(ComputeGraph&, const Tensor& in)>;
+
+void add_gather(ComputeGraph& g, int in, int out, GatherFn fn) {
+  require_float(g, in);
+  require_float(g, out);
+  g.add_node(g.current_op(), "strided_copy", kLocal1D, {out, in},
+             [in, out, fn](ComputeGraph& g, Node& node) {
+               const Gather ga = fn(g, g.tensor(in));
+               Tensor& o = g.tensor(out);
+               o.sizes = ga.sizes;
+               StridedCopyParams p{};
+               pack8(p.out_sizes, ga.sizes);
+               pack8(p.in_strides, ga.strides);
+               p.numel = static_cast<int32_t>(o.numel());
+               p.rank = static_cast<int32_t>(o.dim());
+               p.in_offset = static_cast<int32_t>(ga.offset);
+               node.set_params(p);
+               node.set_groups_1d(o.numel(), kLocal1D[0]);
+             });
+}
+
 // permute_copy(self, dims)
 void add_permute(ComputeGraph& g, int in, int out, const IntList& dims_in) {
-  require_float(g, in);
   const int64_t rank = g.tensor(in).dim();
   if (static_cast<int64_t>(dims_in.size()) != rank) g.fail("permute dims do not match the rank");
   IntList dims;
@@ -81,25 +111,91 @@ void add_permute(ComputeGraph& g, int in, int out, const IntList& dims_in) {
     seen[nd] = true;
     dims.push_back(nd);
   }
-  g.add_node(g.current_op(), "strided_copy", kLocal1D, {out, in},
-             [in, out, dims](ComputeGraph& g, Node& node) {
-               const Tensor& t = g.tensor(in);
-               Tensor& o = g.tensor(out);
-               const Sizes st = t.strides();
-               Sizes out_sizes, out_strides;
-               for (int64_t d : dims) {
-                 out_sizes.push_back(t.sizes[d]);
-                 out_strides.push_back(st[d]);
-               }
-               o.sizes = out_sizes;
-               StridedCopyParams p{};
-               pack8(p.out_sizes, out_sizes);
-               pack8(p.in_strides, out_strides);
-               p.numel = static_cast<int32_t>(o.numel());
-               p.rank = static_cast<int32_t>(o.dim());
-               node.set_params(p);
-               node.set_groups_1d(o.numel(), kLocal1D[0]);
-             });
+  add_gather(g, in, out, [dims](ComputeGraph&, const Tensor& t) {
+    const Sizes st = t.strides();
+    Gather ga;
+    for (int64_t d : dims) {
+      ga.sizes.push_back(t.sizes[d]);
+      ga.strides.push_back(st[d]);
+    }
+    return ga;
+  });
+}
+
+// select_copy.int(self, dim, index)
+void add_select(ComputeGraph& g, int in, int out, int64_t dim, int64_t index) {
+  normalize_dim(g, dim, g.tensor(in).dim());
+  add_gather(g, in, out, [dim, index](ComputeGraph& g, const Tensor& t) {
+    const int64_t d = normalize_dim(g, dim, t.dim());
+    const int64_t i = index < 0 ? index + t.sizes[d] : index;
+    if (i < 0 || i >= t.sizes[d]) {
+      g.fail("index " + std::to_string(index) + " is out of range for size " + std::to_string(t.sizes[d]));
+    }
+    const Sizes st = t.strides();
+    Gather ga;
+    ga.offset = i * st[d];
+    for (int64_t k = 0; k < t.dim(); ++k) {
+      if (k == d) continue;
+      ga.sizes.push_back(t.sizes[k]);
+      ga.strides.push_back(st[k]);
+    }
+    return ga;
+  });
+}
+
+// slice_copy.Tensor(self, dim=0, start=None, end=None, step=1), with Python's
+// clamping of start and end.
+void add_slice(ComputeGraph& g, int in, int out, int64_t dim, std::optional<int64_t> start,
+               std::optional<int64_t> end, int64_t step) {
+  if (step <= 0) g.fail("slice step must be positive");
+  normalize_dim(g, dim, g.tensor(in).dim());
+  add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
+    const int64_t d = normalize_dim(g, dim, t.dim());
+    const int64_t n = t.sizes[d];
+    auto clamp_index = [n](int64_t v) {
+      if (v < 0) v += n;
+      return std::min(std::max<int64_t>(v, 0), n);
+    };
+    const int64_t s = start ? clamp_index(*start) : 0;
+    const int64_t e = end ? clamp_index(*end) : n;
+    const Sizes st = t.strides();
+    Gather ga;
+    ga.sizes = t.sizes;
+    ga.strides = st;
+    ga.sizes[d] = e > s ? (e - s + step - 1) / step : 0;
+    ga.strides[d] = st[d] * step;
+    ga.offset = s * st[d];
+    return ga;
+  });
+}
+
+// expand_copy(self, size, *, implicit=False): -1 keeps a dim; new dims on the left.
+void add_expand(ComputeGraph& g, int in, int out, const IntList& size) {
+  add_gather(g, in, out, [size](ComputeGraph& g, const Tensor& t) {
+    const int64_t rank = static_cast<int64_t>(size.size());
+    if (rank < t.dim()) g.fail("expand to fewer dims than the input has");
+    const Sizes st = t.strides();
+    Gather ga;
+    ga.sizes.resize(rank);
+    ga.strides.assign(rank, 0);
+    for (int64_t k = 0; k < rank; ++k) {
+      const int64_t src = k - (rank - t.dim());
+      const int64_t have = src >= 0 ? t.sizes[src] : 1;
+      const int64_t want = size[k] == -1 ? have : size[k];
+      if (src < 0 && size[k] == -1) g.fail("expand cannot use -1 for a new dim");
+      if (have != want && have != 1) {
+        g.fail("cannot expand " + sizes_str(t.sizes) + " to " + sizes_str(size));
+      }
+      ga.sizes[k] = want;
+      ga.strides[k] = (src >= 0 && have == want) ? st[src] : 0;
+    }
+    return ga;
+  });
+}
+
+std::optional<int64_t> optional_int(ComputeGraph& g, int id) {
+  if (g.is_null(id)) return std::nullopt;
+  return g.get_int(id);
 }
 
 }  // namespace
@@ -177,6 +273,16 @@ VKD_REGISTER_OPS(register_view_ops) {
   // permute_copy(self, dims)
   register_op("aten.permute_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_permute(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+  register_op("aten.select_copy.int", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_select(g, a.at(0), a.back(), g.get_int(a.at(1)), g.get_int(a.at(2)));
+  });
+  register_op("aten.slice_copy.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_slice(g, a.at(0), a.back(), g.get_int(a.at(1)), optional_int(g, a.at(2)),
+              optional_int(g, a.at(3)), g.get_int(a.at(4)));
+  });
+  register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_expand(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
   });
 }
 

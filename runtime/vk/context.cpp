@@ -192,9 +192,12 @@ void Context::create() {
   ici.enabledExtensionCount = static_cast<uint32_t>(enabled_exts.size());
   ici.ppEnabledExtensionNames = enabled_exts.data();
   if (debug_utils) {
+    // The messenger also sees instance creation; messenger_info itself must
+    // keep a null pNext, as it is reused for vkCreateDebugUtilsMessengerEXT.
     ici.pNext = &messenger_info;
-    if (!env_flag("VKDELEGATE_NO_SYNC_VALIDATION")) {
-      messenger_info.pNext = &features;
+    if (want_validation && !env_flag("VKDELEGATE_NO_SYNC_VALIDATION")) {
+      features.pNext = &messenger_info;
+      ici.pNext = &features;
     }
   }
   VkResult r = vkCreateInstance(&ici, nullptr, &instance_);

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything vkdelegate needs on a fresh Debian 12 machine and builds it
+# (editable install of this checkout). Safe to run again: it skips what is there.
+#   PYTHON=python3.11 bash scripts/setup.sh   picks the interpreter
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# Vulkan loader and headers, lavapipe (Vulkan on the CPU), the validation layer,
+# the shader compiler and flatbuffers.
+APT_PACKAGES="mesa-vulkan-drivers libvulkan-dev glslc spirv-tools vulkan-tools
+  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev ninja-build g++"
+missing=""
+for p in $APT_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "[setup] installing Debian packages:$missing"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+pip_install() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
+# torch first, and the CPU build: otherwise executorch pulls several GB of CUDA packages.
+if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
+  echo "[setup] installing torch 2.13.0 (CPU)"
+  pip_install torch==2.13.0
+fi
+if ! "$PYTHON" -c "import executorch.version as v, sys; sys.exit(not v.__version__.startswith('1.5.1'))" 2>/dev/null; then
+  echo "[setup] installing executorch 1.5.1"
+  pip_install executorch==1.5.1
+fi
+pip_install flatbuffers pybind11 "cmake>=3.28" numpy pytest
+
+echo "[setup] building vkdelegate"
+pip_install --no-build-isolation -e .
+"$PYTHON" - <<'PY'
+import vkdelegate.runtime as rt
+if rt.is_available():
+    print(f"[setup] ready: Vulkan device {rt.device_info()['name']}")
+else:
+    print(f"[setup] built, but no Vulkan device is usable: {rt.unavailable_reason()}")
+PY

@@ -1,0 +1,47 @@
+"""The C++ runner loads a .pte without Python and times it."""
+import os
+import subprocess
+
+import torch
+
+import vkdelegate.runtime as rt
+from helpers import to_pte
+from vkdelegate.examples.models import MODELS
+
+
+def run_runner(*args):
+    return subprocess.run([rt.runner_path(), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_runner_times_a_model(tmp_path):
+    m, x = MODELS["mlp"]()
+    pte = tmp_path / "mlp.pte"
+    pte.write_bytes(to_pte(m, x))
+    r = run_runner("--model", str(pte), "--iters", "5", "--memory", "--profile")
+    assert r.returncode == 0, r.stderr
+    assert "device: " in r.stdout
+    assert "latency over 5 iterations: min" in r.stdout and "median" in r.stdout
+    assert "delegate 0 memory:" in r.stdout
+    assert "aten.linear.default" in r.stdout  # profile table
+
+
+def test_runner_partial_delegation_uses_cpu_kernels(tmp_path):
+    class CumsumInside(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(torch.cumsum(x * 2.0, dim=1)) + 1.0
+
+    pte = tmp_path / "partial.pte"
+    pte.write_bytes(to_pte(CumsumInside(), (torch.randn(3, 5),)))
+    r = run_runner("--model", str(pte), "--iters", "2")
+    assert r.returncode == 0, r.stderr
+    assert "(2 delegates)" in r.stdout
+
+
+def test_runner_bad_arguments(tmp_path):
+    assert run_runner().returncode == 2
+    r = run_runner("--model", str(tmp_path / "missing.pte"))
+    assert r.returncode == 1 and "cannot open" in r.stderr
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"not a program at all" * 10)
+    r = run_runner("--model", str(bad))
+    assert r.returncode == 1 and "not a valid program" in r.stderr
