@@ -45,7 +45,12 @@ ScalarType scalar_type_of(DType t) {
 
 class VkDelegateBackend final : public et::BackendInterface {
  public:
-  bool is_available() const override { return Context::get() != nullptr; }
+  bool is_available() const override {
+    if (Context::get()) return true;
+    // ExecuTorch does not call init() on an unavailable backend; say why here.
+    report(et::Error::NotSupported, "no Vulkan device is available: " + Context::unavailable_reason());
+    return false;
+  }
 
   et::Result<et::DelegateHandle*> init(et::BackendInitContext&, et::FreeableBuffer* processed,
                                        et::ArrayRef<et::CompileSpec>) const override {

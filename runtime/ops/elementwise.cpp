@@ -64,6 +64,30 @@ void add_unary(ComputeGraph& g, int in, int out, const char* shader,
              });
 }
 
+struct ScalarParams {
+  int32_t numel;
+  float scalar;
+  float alpha;
+  int32_t pad;
+};
+
+// self, other (number), [alpha], out
+void add_binary_scalar(ComputeGraph& g, const std::vector<int>& args, const char* shader,
+                       bool has_alpha) {
+  const int in = args.at(0), out = args.back();
+  require_float(g, in);
+  require_float(g, out);
+  const float scalar = static_cast<float>(g.get_double(args.at(1)));
+  const float alpha = has_alpha ? static_cast<float>(g.get_double(args.at(2))) : 1.0f;
+  g.add_node(g.current_op(), shader, kLocal1D, {out, in},
+             [in, out, scalar, alpha](ComputeGraph& g, Node& node) {
+               Tensor& to = g.tensor(out);
+               to.sizes = g.tensor(in).sizes;
+               node.set_params(ScalarParams{static_cast<int32_t>(to.numel()), scalar, alpha, 0});
+               node.set_groups_1d(to.numel(), kLocal1D[0]);
+             });
+}
+
 float bound_or(ComputeGraph& g, int id, float absent) {
   return g.is_null(id) ? absent : static_cast<float>(g.get_double(id));
 }
@@ -83,6 +107,14 @@ VKD_REGISTER_OPS(register_elementwise_ops) {
   register_op("aten.div.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
     add_binary(g, a, "binary_div", false);
   });
+  for (auto [op, alpha] : {std::pair{"add", true}, {"sub", true}, {"mul", false}, {"div", false}}) {
+    const std::string shader = std::string("scalar_") + op;
+    const bool has_alpha = alpha;
+    register_op(std::string("aten.") + op + ".Scalar",
+                [shader, has_alpha](ComputeGraph& g, const std::vector<int>& a) {
+                  add_binary_scalar(g, a, shader.c_str(), has_alpha);
+                });
+  }
 
   for (const char* name : {"relu", "sigmoid", "tanh"}) {
     const std::string shader = std::string("unary_") + name;

@@ -1,0 +1,204 @@
+"""VkDelegateBackend.preprocess: turns a partition's edge program into a vkdelegate blob.
+
+Steps: fold constant subexpressions; constants and user inputs become tensor
+values; every other call_function node becomes an OpCall whose args are all
+of its op's schema arguments, then its outputs; the output node names the
+graph outputs; serialization/blob.py writes the result.
+"""
+
+import json
+import operator
+from typing import Any, Dict, List, Sequence
+
+import torch
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx import Node
+
+from ..compile_options import from_compile_specs
+from ..fx_nodes import node_inputs, op_name, output_tensors, schema_arguments, upper_bound_sizes
+from ..serialization.blob import serialize_graph
+from ..serialization.graph_ir import (
+    BoolListValue,
+    BoolValue,
+    DoubleListValue,
+    DoubleValue,
+    GraphIR,
+    IntListValue,
+    IntValue,
+    NullValue,
+    OpCall,
+    StringValue,
+    TensorValue,
+    ValueListValue,
+)
+from ..serialization.torch_dtypes import schema_dtype
+
+_CONSTANT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+
+class VkDelegateBackend(BackendDetails):
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
+        options = from_compile_specs(compile_specs)
+        graph = build_graph(edge_program)
+        graph.options = [f"{key}={json.dumps(value)}" for key, value in sorted(options.items())]
+        return PreprocessResult(processed_bytes=serialize_graph(graph))
+
+
+def build_graph(edge_program: ExportedProgram) -> GraphIR:
+    """The GraphIR of one partition (options left empty)."""
+    return _GraphBuilder(edge_program).build()
+
+
+def constant_bytes(tensor: torch.Tensor) -> bytes:
+    """The tensor's elements, contiguous, in its own dtype, as the runtime reads them."""
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes()
+
+
+class _GraphBuilder:
+    def __init__(self, edge_program: ExportedProgram):
+        self.program = edge_program
+        self.graph = GraphIR()
+        # The value id of each node that produced one tensor (or is a getitem of one).
+        self.tensor_ids: Dict[Node, int] = {}
+        # The output value ids of each multi-output node.
+        self.output_ids: Dict[Node, List[int]] = {}
+        # Real tensors of constant placeholders and folded nodes; they become
+        # constant values only when something not folded refers to them.
+        self.constant_tensors: Dict[Node, Any] = {}
+
+    def build(self) -> GraphIR:
+        self._check_signature()
+        kinds = {spec.arg.name: spec for spec in self.program.graph_signature.input_specs}
+        for node in self.program.graph.nodes:
+            if node.op == "placeholder":
+                spec = kinds[node.name]
+                if spec.kind in _CONSTANT_KINDS:
+                    self.constant_tensors[node] = self._constant(spec.target)
+                else:
+                    self.tensor_ids[node] = self._new_tensor(node)
+                    self.graph.input_ids.append(self.tensor_ids[node])
+            elif node.op == "call_function":
+                self._call(node)
+            elif node.op == "output":
+                self.graph.output_ids = [self._tensor_id(item) for item in node.args[0]]
+            else:
+                raise ValueError(f"{node.name}: unexpected {node.op} node in a vkdelegate partition")
+        return self.graph
+
+    def _check_signature(self) -> None:
+        signature = self.program.graph_signature
+        if signature.buffers_to_mutate or signature.user_inputs_to_mutate:
+            raise ValueError("vkdelegate partitions cannot mutate buffers or inputs")
+        for spec in signature.input_specs:
+            if spec.kind not in _CONSTANT_KINDS + (InputKind.USER_INPUT,):
+                raise ValueError(f"input {spec.arg.name} of kind {spec.kind.name} is not supported")
+        for spec in signature.output_specs:
+            if spec.kind != OutputKind.USER_OUTPUT:
+                raise ValueError(f"output {spec.arg.name} of kind {spec.kind.name} is not supported")
+
+    def _constant(self, target: str) -> torch.Tensor:
+        if target in self.program.state_dict:
+            return self.program.state_dict[target]
+        return self.program.constants[target]
+
+    def _call(self, node: Node) -> None:
+        if node.target is operator.getitem:
+            source, index = node.args
+            if source in self.constant_tensors:
+                self.constant_tensors[node] = self.constant_tensors[source][index]
+            else:
+                self.tensor_ids[node] = self.output_ids[source][index]
+        elif all(item in self.constant_tensors for item in node_inputs(node)):
+            self.constant_tensors[node] = self._fold(node)
+        else:
+            args = [self._argument_id(node, argument, value) for argument, value in schema_arguments(node)]
+            outputs = [self._new_tensor(node, index) for index in range(len(output_tensors(node)))]
+            if isinstance(node.meta["val"], (list, tuple)):
+                self.output_ids[node] = outputs
+            else:
+                self.tensor_ids[node] = outputs[0]
+            self.graph.chain.append(OpCall(op_name(node.target), tuple(args + outputs)))
+
+    def _fold(self, node: Node) -> Any:
+        """Evaluates a node whose inputs are all constants, ahead of time."""
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda item: self.constant_tensors[item])
+        with torch.no_grad():
+            return node.target(*args, **kwargs)
+
+    def _new_tensor(self, node: Node, index: int = 0) -> int:
+        val = output_tensors(node)[index]
+        if val is None:
+            # An absent optional output still takes its place in the op's args.
+            return self.graph.add_value(NullValue())
+        try:
+            sizes = upper_bound_sizes(val)
+            dtype = schema_dtype(val.dtype)
+        except ValueError as error:
+            raise ValueError(f"{node.name}: {error}") from None
+        return self.graph.add_value(TensorValue(dtype, sizes))
+
+    def _tensor_id(self, node: Node) -> int:
+        if node not in self.tensor_ids:
+            if node not in self.constant_tensors:
+                raise ValueError(f"{node.name} is not a tensor value of this partition")
+            tensor = self.constant_tensors[node]
+            constant_id = self.graph.add_constant(constant_bytes(tensor))
+            value = TensorValue(schema_dtype(tensor.dtype), tuple(tensor.shape), constant_id)
+            self.tensor_ids[node] = self.graph.add_value(value)
+        return self.tensor_ids[node]
+
+    def _argument_id(self, node: Node, argument: torch.Argument, value: Any) -> int:
+        """The id of a new value holding one argument (tensors: the id of their existing value)."""
+        if isinstance(value, Node):
+            return self._tensor_id(value)
+        if isinstance(value, (list, tuple)):
+            return self.graph.add_value(self._list_value(node, argument, value))
+        scalar = _scalar_value(value)
+        if scalar is None:
+            raise ValueError(f"{node.name}: cannot serialize argument {argument.name}={value!r}")
+        return self.graph.add_value(scalar)
+
+    def _list_value(self, node: Node, argument: torch.Argument, items: Sequence[Any]):
+        element_type = _list_element_type(argument.type)
+        if "Tensor" in element_type or any(isinstance(item, Node) for item in items):
+            return ValueListValue(
+                tuple(self.graph.add_value(NullValue()) if item is None else self._tensor_id(item) for item in items)
+            )
+        if element_type == "bool" or (items and all(isinstance(item, bool) for item in items)):
+            return BoolListValue(tuple(bool(item) for item in items))
+        if element_type == "int" or all(isinstance(item, int) for item in items):
+            return IntListValue(tuple(int(item) for item in items))
+        if element_type in ("float", "number"):
+            return DoubleListValue(tuple(float(item) for item in items))
+        raise ValueError(f"{node.name}: cannot serialize list argument {argument.name}={items!r}")
+
+
+def _scalar_value(value: Any):
+    if value is None or isinstance(value, (torch.memory_format, torch.layout, torch.device)):
+        # Layout and placement mean nothing on the GPU side: tensors are contiguous there.
+        return NullValue()
+    if isinstance(value, bool):
+        return BoolValue(value)
+    if isinstance(value, int):
+        return IntValue(value)
+    if isinstance(value, float):
+        return DoubleValue(value)
+    if isinstance(value, str):
+        return StringValue(value)
+    if isinstance(value, torch.dtype):
+        return IntValue(int(schema_dtype(value)))
+    return None
+
+
+def _list_element_type(schema_type: torch.Type) -> str:
+    """"int", "float", "bool", "Tensor", "Optional[Tensor]", ... for a (possibly optional) list type."""
+    if isinstance(schema_type, torch.OptionalType):
+        schema_type = schema_type.getElementType()
+    if isinstance(schema_type, torch.ListType):
+        return str(schema_type.getElementType())
+    return str(schema_type)

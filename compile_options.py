@@ -1,0 +1,41 @@
+"""Options of VulkanPartitioner, and their round trip through ExecuTorch compile specs.
+
+The partitioner validates them and hands them to preprocess as
+CompileSpec(key, JSON bytes); preprocess reads them back with from_compile_specs.
+"""
+
+import json
+from typing import Any, Dict, List, Mapping, Optional
+
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+DEFAULTS: Dict[str, Any] = {
+    # Run fp32 graphs in fp16 on the GPU.
+    "force_fp16": False,
+    # Delegate only ops whose runtime implementation can resize (dynamic shapes).
+    "require_dynamic_shapes": False,
+}
+
+
+def validate(options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Returns every option, defaults filled in; raises on unknown keys and unusable values."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown vkdelegate compile option(s) {unknown}; known: {sorted(DEFAULTS)}")
+    for key, value in options.items():
+        if not isinstance(value, type(DEFAULTS[key])):
+            raise ValueError(f"compile option {key!r} must be {type(DEFAULTS[key]).__name__}, got {value!r}")
+    if options.get("force_fp16"):
+        raise NotImplementedError(
+            "compile option force_fp16=True is not implemented yet: vkdelegate runs fp32 graphs in fp32"
+        )
+    return {**DEFAULTS, **options}
+
+
+def to_compile_specs(options: Mapping[str, Any]) -> List[CompileSpec]:
+    return [CompileSpec(key, json.dumps(options[key]).encode()) for key in sorted(options)]
+
+
+def from_compile_specs(compile_specs: List[CompileSpec]) -> Dict[str, Any]:
+    return validate({spec.key: json.loads(spec.value.decode()) for spec in compile_specs})

@@ -1,0 +1,1 @@
+"""Documentation generated from the op registry."""

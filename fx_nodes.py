@@ -1,0 +1,90 @@
+"""Reading fx call_function nodes: their op name, their arguments by the op schema, their fake tensors.
+
+Shared by the registry's argument checks, the partitioner and preprocess, which
+all need "the value of argument `name`" whether the call passed it positionally,
+by keyword, or left it to the schema default.
+"""
+
+from typing import Any, Iterator, List, Optional, Tuple
+
+import sympy
+import torch
+from torch.fx import Node
+
+_NO_VALUE = object()
+
+
+def schema_arguments(node: Node) -> List[Tuple[torch.Argument, Any]]:
+    """(schema argument, value) for every argument of node's op, in schema order."""
+    schema = node.target._schema
+    arguments = []
+    for index, argument in enumerate(schema.arguments):
+        value = _NO_VALUE
+        if not argument.kwarg_only and index < len(node.args):
+            value = node.args[index]
+        elif argument.name in node.kwargs:
+            value = node.kwargs[argument.name]
+        elif argument.has_default_value():
+            value = argument.default_value
+        if value is _NO_VALUE:
+            raise ValueError(f"{node.name}: {schema.name} argument '{argument.name}' has no value")
+        arguments.append((argument, value))
+    return arguments
+
+
+def arg(node: Node, name: str) -> Any:
+    """The value node's call gives its op's argument `name` (or the schema default)."""
+    for argument, value in schema_arguments(node):
+        if argument.name == name:
+            return value
+    raise KeyError(f"{node.target} has no argument '{name}'")
+
+
+def fake_tensor(node: Any) -> Optional[torch.Tensor]:
+    """The fake tensor that export recorded for node, or None if it is not a tensor node."""
+    if not isinstance(node, Node):
+        return None
+    val = node.meta.get("val")
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def node_inputs(node: Node) -> Iterator[Node]:
+    """Every fx Node among node's args and kwargs, including those inside lists."""
+    for value in (*node.args, *node.kwargs.values()):
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (item for item in value if isinstance(item, Node))
+
+
+def output_tensors(node: Node) -> List[Optional[torch.Tensor]]:
+    """The fake tensors node produces: one for a single-output op, one per element otherwise."""
+    val = node.meta.get("val")
+    if isinstance(val, (list, tuple)):
+        return [item if isinstance(item, torch.Tensor) else None for item in val]
+    return [val if isinstance(val, torch.Tensor) else None]
+
+
+def op_name(target: Any) -> str:
+    """"namespace.op.overload" of an edge or ATen op overload, e.g. "aten.add.Tensor"."""
+    op = target if isinstance(target, torch._ops.OpOverload) else getattr(target, "_op", None)
+    if isinstance(op, torch._ops.OpOverload):  # an edge op wraps its ATen overload in _op
+        return f"{op.namespace}.{op._opname}.{op._overloadname}"
+    return getattr(target, "__name__", str(target))
+
+
+def upper_bound_sizes(val: torch.Tensor) -> Tuple[int, ...]:
+    """val's sizes, each symbolic size replaced by the upper bound export recorded for it."""
+    sizes = []
+    for size in val.shape:
+        if isinstance(size, torch.SymInt):
+            expr = size.node.expr
+            upper = size.node.shape_env.bound_sympy(expr).upper
+            if not isinstance(upper, sympy.Integer):
+                raise ValueError(
+                    f"dynamic size {expr} has no upper bound; give its torch.export.Dim a max "
+                    "(tensors are allocated at their largest size)"
+                )
+            size = int(upper)
+        sizes.append(int(size))
+    return tuple(sizes)

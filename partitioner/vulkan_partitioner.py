@@ -1,0 +1,182 @@
+"""VulkanPartitioner: tags the largest subgraphs that vkdelegate can run.
+
+What runs is decided by the op registry; this module adds only the checks that
+hold for every op (fake tensors present, serializable dtypes, bounded dynamic
+sizes) and constant folding: a node that computes only from constants is
+accepted whatever its dtypes, because preprocess evaluates it ahead of time.
+"""
+
+import collections
+import logging
+import operator
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+
+import torch
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
+from torch.export import ExportedProgram
+from torch.fx import Node
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from ..backends.vulkan_preprocess import VkDelegateBackend
+from ..compile_options import to_compile_specs, validate as validate_options
+from ..fx_nodes import fake_tensor, node_inputs, op_name, output_tensors, upper_bound_sizes
+from ..op_registry import REGISTRY, OpRegistry
+from ..serialization.torch_dtypes import SCHEMA_DTYPES
+
+logger = logging.getLogger("vkdelegate")
+
+
+def constant_placeholders(exported_program: ExportedProgram) -> FrozenSet[str]:
+    """Names of the placeholders holding parameters, buffers and lifted constants, which the delegate owns."""
+    signature = exported_program.graph_signature
+    mutated = set(signature.buffers_to_mutate.values())
+    buffers = {name for name, target in signature.inputs_to_buffers.items() if target not in mutated}
+    return frozenset(
+        set(signature.inputs_to_parameters) | buffers | set(signature.inputs_to_lifted_tensor_constants)
+    )
+
+
+def _generic_reason(node: Node) -> Optional[str]:
+    """Why no vkdelegate op could run node, whatever the op: missing or unserializable values."""
+    for item in node_inputs(node):
+        val = item.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            return f"input {item.name} is a {type(val).__name__}, not a tensor (the graph format has no symbolic ints)"
+    outputs = output_tensors(node)
+    if any(val is None for val in outputs):
+        return "output has no fake tensor in meta['val']"
+    for val in [fake_tensor(item) for item in node_inputs(node)] + outputs:
+        if val.dtype not in SCHEMA_DTYPES:
+            return f"dtype {val.dtype} cannot be serialized"
+        try:
+            upper_bound_sizes(val)
+        except ValueError as error:
+            return str(error)
+    return None
+
+
+class VulkanOperatorSupport(OperatorSupportBase):
+    """Accepts the nodes the registry accepts, and constant-foldable nodes of registry ops.
+
+    constants: names of the placeholders holding constant data.
+    """
+
+    def __init__(self, options: Mapping[str, Any], constants: FrozenSet[str], registry: OpRegistry = REGISTRY):
+        self.require_resize = options["require_dynamic_shapes"]
+        self.constants = constants
+        self.registry = registry
+        self.rejections: Dict[Node, str] = {}
+        self._foldable: Dict[Node, bool] = {}
+
+    def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: Node) -> bool:
+        if node.op != "call_function":
+            return False
+        if node.target is operator.getitem:
+            # Picks one output of a multi-output op: goes wherever that op goes.
+            return self.is_node_supported(submodules, node.args[0])
+        reason = self.reason_unsupported(node)
+        if reason is not None:
+            self.rejections[node] = reason
+        return reason is None
+
+    def reason_unsupported(self, node: Node) -> Optional[str]:
+        if self.is_foldable(node):
+            return None
+        reason = _generic_reason(node)
+        if reason is not None:
+            return reason
+        entry, reason = self.registry.lookup(node)
+        if entry is None:
+            return reason
+        if self.require_resize and not entry.supports_resize:
+            return f"{entry.name} cannot resize, and require_dynamic_shapes is set"
+        return None
+
+    def is_foldable(self, node: Node) -> bool:
+        """True if every input is a constant or foldable, so preprocess evaluates node ahead of time."""
+        if node.op == "placeholder":
+            return node.name in self.constants
+        if node.op != "call_function" or self.registry.entry_for(node.target) is None:
+            return False
+        if node not in self._foldable:
+            outputs = output_tensors(node)
+            self._foldable[node] = (
+                all(self.is_foldable(item) for item in node_inputs(node))
+                and all(val is not None and val.dtype in SCHEMA_DTYPES for val in outputs)
+                and not any(isinstance(size, torch.SymInt) for val in outputs for size in val.shape)
+            )
+        return self._foldable[node]
+
+
+class VulkanPartitioner(Partitioner):
+    """Delegates the subgraphs vkdelegate supports to VkDelegateBackend.
+
+    compile_options: see compile_options.DEFAULTS.
+    """
+
+    def __init__(self, compile_options: Optional[Dict[str, Any]] = None):
+        super().__init__()
+        self.options = validate_options(compile_options)
+        self.delegation_spec = DelegationSpec(VkDelegateBackend.__name__, to_compile_specs(self.options))
+
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> Tuple[List[torch._ops.OpOverload], Optional[Callable[[Node], bool]]]:
+        # ExecuTorch raises if a node kept from decomposition is then not
+        # delegated, so keep only nodes that will be: supported, and not
+        # foldable (partitions of only foldable nodes are dropped). ExecuTorch
+        # calls the filter on the ATen and the edge graph of ep alike.
+        support = VulkanOperatorSupport(self.options, constant_placeholders(ep))
+
+        def keep_undecomposed(node: Node) -> bool:
+            return (
+                node.op == "call_function"
+                and not support.is_foldable(node)
+                and support.reason_unsupported(node) is None
+            )
+
+        return REGISTRY.ops_to_keep_undecomposed(), keep_undecomposed
+
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        support = VulkanOperatorSupport(self.options, constant_placeholders(exported_program))
+        partitions = []
+        for partition in CapabilityBasedPartitioner(
+            exported_program.graph_module, support, allows_single_node_partition=True
+        ).propose_partitions():
+            if all(support.is_foldable(node) for node in partition.nodes):
+                # Only constants in, only constants out: nothing for the GPU to do.
+                names = sorted(node.name for node in partition.nodes)
+                logger.info("vkdelegate: not delegated, computes only constants: %s", names)
+            else:
+                partitions.append(partition)
+
+        partition_tags = {}
+        for partition in partitions:
+            tag = f"vkdelegate_{partition.id}"
+            partition_tags[tag] = self.delegation_spec
+            for node in partition.nodes:
+                node.meta["delegation_tag"] = tag
+        # Weights and other constants used by a partition move into its blob.
+        tag_constant_data(exported_program)
+
+        _log_partitioning(exported_program, partitions, support.rejections)
+        return PartitionResult(tagged_exported_program=exported_program, partition_tags=partition_tags)
+
+
+def _log_partitioning(exported_program: ExportedProgram, partitions: list, rejections: Dict[Node, str]) -> None:
+    delegated = collections.Counter(
+        op_name(node.target)
+        for node in exported_program.graph.nodes
+        if node.op == "call_function" and "delegation_tag" in node.meta
+    )
+    logger.info(
+        "vkdelegate: %d partition(s), %d node(s) delegated%s",
+        len(partitions),
+        sum(delegated.values()),
+        "".join(f"\n  {name}: {count}" for name, count in sorted(delegated.items())),
+    )
+    for node, reason in rejections.items():
+        if "delegation_tag" not in node.meta:
+            logger.info("vkdelegate: not delegated: %s (%s): %s", node.name, op_name(node.target), reason)

@@ -1,0 +1,1 @@
+"""Python flatbuffer code generated from ../schema.fbs by regen.py; do not edit."""

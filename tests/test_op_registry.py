@@ -1,0 +1,75 @@
+"""The registry's entries, their samples, and that the samples are what the partitioner delegates."""
+
+import os
+
+import pytest
+import torch
+from lowering import delegate_count, lower, lowered_modules, non_delegated_ops
+from op_cases import all_cases, case_ids
+
+from vkdelegate.op_registry import REGISTRY, lookup, registered_op_names
+
+
+def test_every_entry_has_samples():
+    for entry in REGISTRY:
+        cases = entry.samples()
+        assert cases, f"{entry.name} has no sample cases"
+        ids = [case.case_id for case in cases]
+        assert len(ids) == len(set(ids)), f"{entry.name} repeats case ids"
+
+
+def test_registered_op_names_are_unique_schema_names():
+    names = registered_op_names()
+    assert len(names) == len(set(names))
+    assert {"aten.add.Tensor", "aten.linear.default", "dim_order_ops._clone_dim_order.default"} <= set(names)
+
+
+def test_samples_are_seeded():
+    first, second = REGISTRY.entries[0].samples(), REGISTRY.entries[0].samples()
+    for a, b in zip(first, second):
+        assert all(torch.equal(x, y) for x, y in zip(a.inputs, b.inputs))
+
+
+def test_samples_cover_a_large_tensor():
+    assert any(t.numel() > 1_000_000 for _, _, _, inputs in all_cases() for t in inputs)
+
+
+def test_only_linear_is_kept_from_decomposition():
+    assert REGISTRY.ops_to_keep_undecomposed() == [torch.ops.aten.linear.default]
+
+
+def test_lookup_gives_reasons():
+    class Ops(torch.nn.Module):
+        def forward(self, x, i):
+            return torch.cumsum(x, 0), i + i, torch.relu(x)
+
+    program = torch.export.export(Ops(), (torch.randn(3), torch.arange(3, dtype=torch.int32)))
+    results = {
+        node.name: lookup(node) for node in program.graph.nodes if node.op == "call_function"
+    }
+    assert results["cumsum"] == (None, "aten.cumsum.default is not in the vkdelegate op registry")
+    assert results["add"] == (None, "input i is int32; add supports float32")
+    entry, reason = results["relu"]
+    assert entry.name == "relu" and reason is None
+
+
+def _cases_to_lower():
+    """Every case with VKDELEGATE_ALL_SAMPLES=1 (minutes); else each entry's first case."""
+    cases = all_cases()
+    if os.environ.get("VKDELEGATE_ALL_SAMPLES") == "1":
+        return cases
+    firsts = {}
+    for case in cases:
+        firsts.setdefault(case[0], case)
+    return list(firsts.values())
+
+
+@pytest.mark.parametrize("entry_name, case_id, module, inputs", _cases_to_lower(), ids=case_ids(_cases_to_lower()))
+def test_sample_is_fully_delegated(entry_name, case_id, module, inputs):
+    edge = lower(module, inputs)
+    assert delegate_count(edge) == 1
+    assert non_delegated_ops(edge) == []
+    entry = next(entry for entry in REGISTRY if entry.name == entry_name)
+    (delegated,) = lowered_modules(edge)
+    targets = {node.target for node in delegated.original_module.graph.nodes if node.op == "call_function"}
+    assert targets & set(entry.targets), f"no {entry.name} op among the delegated {targets}"

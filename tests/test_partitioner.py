@@ -1,0 +1,155 @@
+import logging
+
+import pytest
+import torch
+from executorch.exir import to_edge
+from lowering import MLP, delegate_count, lower, lowered_modules, non_delegated_ops, only_blob
+
+from vkdelegate.partitioner import VulkanPartitioner
+from vkdelegate.serialization import deserialize_blob
+
+
+class WithCumsum(torch.nn.Module):
+    """Supported ops, an unsupported one (cumsum), then supported ops again."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.fc1(x))
+        y = torch.cumsum(y, dim=1)
+        return self.fc2(torch.sigmoid(y))
+
+
+def mlp_input():
+    torch.manual_seed(0)
+    return (torch.randn(3, 16),)
+
+
+def test_mlp_is_one_partition():
+    edge = lower(MLP(), mlp_input())
+    assert delegate_count(edge) == 1
+    assert non_delegated_ops(edge) == []
+    graph = deserialize_blob(only_blob(edge))
+    assert len(graph.input_ids) == 1 and len(graph.output_ids) == 1
+    assert len(graph.constants) == 4  # both weights and biases live in the blob
+
+
+def test_unsupported_op_splits_into_two_partitions(caplog):
+    with caplog.at_level(logging.INFO, logger="vkdelegate"):
+        edge = lower(WithCumsum(), mlp_input())
+    assert delegate_count(edge) == 2
+    assert non_delegated_ops(edge) == ["aten.cumsum.default"]
+    assert "aten.cumsum.default is not in the vkdelegate op registry" in caplog.text
+    assert "not delegated: aten_cumsum_default" in caplog.text
+    assert "aten.linear.default: 2" in caplog.text
+
+
+def test_to_edge_then_to_backend():
+    # Without ops_to_not_decompose, linear arrives decomposed (permute_copy + addmm).
+    edge = to_edge(torch.export.export(MLP(), mlp_input())).to_backend(VulkanPartitioner())
+    assert delegate_count(edge) == 1
+    assert non_delegated_ops(edge) == []
+    names = [call.name for call in deserialize_blob(only_blob(edge)).chain]
+    assert "aten.addmm.default" in names and "aten.permute_copy.default" not in names  # folded into the weight
+
+
+def test_coexists_with_executorch_vulkan_partitioner():
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import (
+        VulkanPartitioner as ExecuTorchVulkanPartitioner,
+    )
+
+    theirs = lower(MLP(), mlp_input(), ExecuTorchVulkanPartitioner())
+    ours = lower(MLP(), mlp_input(), VulkanPartitioner())
+    assert [module.backend_id for module in lowered_modules(theirs)] == ["VulkanBackend"]
+    assert [module.backend_id for module in lowered_modules(ours)] == ["VkDelegateBackend"]
+    theirs.to_executorch()
+    ours.to_executorch()
+
+
+def test_to_executorch_writes_pte(tmp_path):
+    edge = lower(WithCumsum(), mlp_input())
+    program = edge.to_executorch()
+    path = tmp_path / "with_cumsum.pte"
+    path.write_bytes(program.buffer)
+    pte = path.read_bytes()
+    assert len(pte) > 0
+    for module in lowered_modules(edge):
+        assert module.processed_bytes in pte
+
+
+def test_options_reach_the_blob():
+    edge = lower(MLP(), mlp_input(), VulkanPartitioner({"require_dynamic_shapes": False}))
+    options = deserialize_blob(only_blob(edge)).options
+    assert options == ["force_fp16=false", "require_dynamic_shapes=false"]
+
+
+def test_unknown_option_is_rejected():
+    with pytest.raises(ValueError, match="unknown vkdelegate compile option.*texture_limits"):
+        VulkanPartitioner({"texture_limits": 4})
+
+
+def test_badly_typed_option_is_rejected():
+    with pytest.raises(ValueError, match="require_dynamic_shapes"):
+        VulkanPartitioner({"require_dynamic_shapes": "yes"})
+
+
+def test_force_fp16_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="force_fp16"):
+        VulkanPartitioner({"force_fp16": True})
+
+
+class ReshapeMLP(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x.view(-1)) + 1.0
+
+
+def test_require_dynamic_shapes_keeps_non_resizable_ops_on_cpu(caplog):
+    with caplog.at_level(logging.INFO, logger="vkdelegate"):
+        edge = lower(ReshapeMLP(), (torch.randn(3, 5),), VulkanPartitioner({"require_dynamic_shapes": True}))
+    assert non_delegated_ops(edge) == ["aten.view_copy.default"]
+    assert "view_copy cannot resize, and require_dynamic_shapes is set" in caplog.text
+    assert non_delegated_ops(lower(ReshapeMLP(), (torch.randn(3, 5),))) == []
+
+
+def test_bounded_dynamic_shape_uses_upper_bound():
+    batch = torch.export.Dim("batch", max=64)
+    edge = lower(MLP(), mlp_input(), dynamic_shapes=({0: batch},))
+    graph = deserialize_blob(only_blob(edge))
+    assert graph.values[graph.input_ids[0]].sizes == (64, 16)
+    assert graph.values[graph.output_ids[0]].sizes == (64, 8)
+
+
+def test_unbounded_dynamic_shape_is_not_delegated(caplog):
+    batch = torch.export.Dim("batch")
+    with caplog.at_level(logging.INFO, logger="vkdelegate"):
+        edge = lower(MLP(), mlp_input(), dynamic_shapes=({0: batch},))
+    assert delegate_count(edge) == 0
+    assert "has no upper bound" in caplog.text
+
+
+def test_unsupported_dtype_is_not_delegated(caplog):
+    class IntAdd(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    inputs = (torch.arange(6, dtype=torch.int32), torch.arange(6, dtype=torch.int32))
+    with caplog.at_level(logging.INFO, logger="vkdelegate"):
+        edge = lower(IntAdd(), inputs)
+    assert delegate_count(edge) == 0
+    assert "is int32; add supports float32" in caplog.text
+
+
+def test_linear_kept_undecomposed_only_where_supported():
+    # An int linear is not delegated; it must then be decomposed, not kept
+    # (ExecuTorch raises on a kept op that ends up neither decomposed nor delegated).
+    class Mixed(torch.nn.Module):
+        def forward(self, x, w, xi, wi):
+            return torch.nn.functional.linear(x, w), torch.nn.functional.linear(xi, wi)
+
+    inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.int64), torch.ones(4, 3, dtype=torch.int64))
+    edge = lower(Mixed(), inputs)
+    assert "aten.linear.default" not in non_delegated_ops(edge)
+    assert [call.name for call in deserialize_blob(only_blob(edge)).chain] == ["aten.linear.default"]
