@@ -19,6 +19,11 @@ from vkdelegate.fx_nodes import arg, fake_tensor, node_inputs, op_name, output_t
 
 MAX_RANK = 8
 FP32: FrozenSet[torch.dtype] = frozenset({torch.float32})
+# Integer arithmetic runs on int32 storage: int64 tensors are stored as int32 on
+# the GPU (values must fit; the runtime errors otherwise), bool and int8 too.
+NUMERIC: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64})
+# Ops that only move data work for every dtype the runtime stores.
+ANY_DTYPE: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64, torch.bool})
 
 aten = exir_ops.edge.aten
 dim_order_ops = exir_ops.edge.dim_order_ops
@@ -134,6 +139,18 @@ def _check_to_copy(node: Node) -> Optional[str]:
     return _contiguous_layout(node)
 
 
+def _check_binary(node: Node) -> Optional[str]:
+    """Tensor operands and output of one dtype (no type promotion); .Scalar overloads on float32."""
+    dtypes = {val.dtype for val in [fake_tensor(item) for item in node_inputs(node)] + output_tensors(node)
+              if val is not None}
+    if len(dtypes) > 1:
+        names = ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+        return f"mixed dtypes ({names}) are not supported"
+    if op_name(node.target).endswith(".Scalar") and dtypes != {torch.float32}:
+        return "the .Scalar overload is supported for float32 only"
+    return None
+
+
 def _check_gelu(node: Node) -> Optional[str]:
     approximate = arg(node, "approximate")
     if approximate not in ("none", "tanh"):
@@ -219,6 +236,11 @@ def _wide(*sizes: int) -> torch.Tensor:
     return values
 
 
+def _ints(*sizes: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """Integers of either sign, including 0."""
+    return torch.randint(-1000, 1000, sizes, dtype=dtype)
+
+
 def _nonzero(*sizes: int) -> torch.Tensor:
     """Divisors: magnitudes in [0.5, 1.5) of either sign."""
     magnitudes = torch.rand(sizes) + 0.5
@@ -252,6 +274,9 @@ def _add_samples() -> List[SampleCase]:
     return (
         _binary_cases(torch.add, torch.ops.aten.add.Scalar)
         + _alpha_cases(torch.add, torch.ops.aten.add.Scalar)
+        + [SampleCase("int64_broadcast", _Call(torch.add), (_ints(5, 1, 7), _ints(3, 1))),
+           SampleCase("int32_alpha", _Call(lambda x, y: torch.add(x, y, alpha=3)),
+                      (_ints(7, 13, dtype=torch.int32), _ints(13, dtype=torch.int32)))]
         # Over a million elements: more workgroups than one dispatch dimension may hold.
         + [SampleCase("large_1031x1031", _Call(torch.add), (_values(1031, 1031), _values(1031, 1031)))]
     )
@@ -259,12 +284,18 @@ def _add_samples() -> List[SampleCase]:
 
 @_seeded
 def _sub_samples() -> List[SampleCase]:
-    return _binary_cases(torch.sub, torch.ops.aten.sub.Scalar) + _alpha_cases(torch.sub, torch.ops.aten.sub.Scalar)
+    return (
+        _binary_cases(torch.sub, torch.ops.aten.sub.Scalar)
+        + _alpha_cases(torch.sub, torch.ops.aten.sub.Scalar)
+        + [SampleCase("int64_7x13", _Call(torch.sub), (_ints(7, 13), _ints(7, 13)))]
+    )
 
 
 @_seeded
 def _mul_samples() -> List[SampleCase]:
-    return _binary_cases(torch.mul, torch.ops.aten.mul.Scalar)
+    return _binary_cases(torch.mul, torch.ops.aten.mul.Scalar) + [
+        SampleCase("int64_rank5", _Call(torch.mul), (_ints(2, 3, 1, 5, 3), _ints(3, 1, 1))),
+    ]
 
 
 @_seeded
@@ -387,6 +418,8 @@ def _permute_samples() -> List[SampleCase]:
         SampleCase("rank5", _Call(lambda x: x.permute(4, 0, 3, 1, 2)), (_values(2, 3, 1, 5, 7),)),
         SampleCase("rank8_reversed", _Call(lambda x: x.permute(7, 6, 5, 4, 3, 2, 1, 0)), (_values(2, 1, 3, 1, 2, 1, 2, 3),)),
         SampleCase("size1_dims", _Call(lambda x: x.permute(2, 0, 1)), (_values(1, 7, 1),)),
+        SampleCase("int64_rank4", _Call(lambda x: x.permute(3, 1, 0, 2)), (_ints(2, 3, 5, 7),)),
+        SampleCase("bool_transpose", _Call(lambda x: x.permute(1, 0)), (torch.rand(7, 13) < 0.5,)),
     ]
 
 
@@ -418,6 +451,7 @@ def _select_samples() -> List[SampleCase]:
         SampleCase("last_column", _Call(lambda x: x[:, -1]), (_values(7, 13),)),
         SampleCase("rank5_dim3", _Call(lambda x: x.select(3, 0)), (_values(2, 3, 1, 5, 3),)),
         SampleCase("size1_dim", _Call(lambda x: x.select(1, 0)), (_values(7, 1, 13),)),
+        SampleCase("int64_row", _Call(lambda x: x[3]), (_ints(7, 13),)),
     ]
 
 
@@ -492,19 +526,25 @@ def _alias_copy_samples() -> List[SampleCase]:
 # The entries
 
 _ELEMENTWISE = "Elementwise; ranks 0-8."
-_BINARY = "Elementwise with broadcasting; ranks 0-8; a Python scalar operand becomes a constant."
+_BINARY = ("Elementwise with broadcasting; ranks 0-8; a Python scalar operand becomes a constant; "
+           "operands of one dtype (no type promotion).")
+_INT_STORAGE = " int64 and bool are stored as int32 on the GPU (int64 values must fit in int32)."
 
 
 REGISTRY = OpRegistry(
     [
-        OpEntry("add", (aten.add.Tensor, aten.add.Scalar), _add_samples, _BINARY + " alpha supported."),
-        OpEntry("sub", (aten.sub.Tensor, aten.sub.Scalar), _sub_samples, _BINARY + " alpha supported."),
-        OpEntry("mul", (aten.mul.Tensor, aten.mul.Scalar), _mul_samples, _BINARY),
+        OpEntry("add", (aten.add.Tensor, aten.add.Scalar), _add_samples, _BINARY + " alpha supported.",
+                dtypes=NUMERIC, check=_check_binary),
+        OpEntry("sub", (aten.sub.Tensor, aten.sub.Scalar), _sub_samples, _BINARY + " alpha supported.",
+                dtypes=NUMERIC, check=_check_binary),
+        OpEntry("mul", (aten.mul.Tensor, aten.mul.Scalar), _mul_samples, _BINARY, dtypes=NUMERIC,
+                check=_check_binary),
         OpEntry(
             "div",
             (aten.div.Tensor, aten.div.Scalar),
             _div_samples,
             _BINARY + " True division only (no rounding_mode).",
+            check=_check_binary,
         ),
         OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu)), _ELEMENTWISE),
         OpEntry("sigmoid", (aten.sigmoid.default,), _seeded(lambda: _unary_cases(torch.sigmoid)), _ELEMENTWISE, kind="transcendental"),
@@ -557,25 +597,31 @@ REGISTRY = OpRegistry(
             "view_copy",
             (aten.view_copy.default,),
             _view_samples,
-            "Static sizes only: the graph format has no symbolic ints, so no resize.",
+            "Static sizes only: the graph format has no symbolic ints, so no resize." + _INT_STORAGE,
             supports_resize=False,
+            dtypes=ANY_DTYPE,
         ),
-        OpEntry("permute_copy", (aten.permute_copy.default,), _permute_samples, "Ranks 0-8."),
-        OpEntry("unsqueeze_copy", (aten.unsqueeze_copy.default,), _unsqueeze_samples, "Output rank up to 8."),
+        OpEntry("permute_copy", (aten.permute_copy.default,), _permute_samples, "Ranks 0-8." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry("unsqueeze_copy", (aten.unsqueeze_copy.default,), _unsqueeze_samples, "Output rank up to 8." + _INT_STORAGE,
+                dtypes=ANY_DTYPE),
         OpEntry(
             "squeeze_copy",
             (aten.squeeze_copy.dims, aten.squeeze_copy.dim, aten.squeeze_copy.default),
             _squeeze_samples,
-            "All three overloads.",
+            "All three overloads." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
         ),
-        OpEntry("select_copy", (aten.select_copy.int,), _select_samples, "Negative index allowed."),
-        OpEntry("slice_copy", (aten.slice_copy.Tensor,), _slice_samples, "Positive steps; start/end may be negative."),
+        OpEntry("select_copy", (aten.select_copy.int,), _select_samples, "Negative index allowed." + _INT_STORAGE,
+                dtypes=ANY_DTYPE),
+        OpEntry("slice_copy", (aten.slice_copy.Tensor,), _slice_samples,
+                "Positive steps; start/end may be negative." + _INT_STORAGE, dtypes=ANY_DTYPE),
         OpEntry(
             "expand_copy",
             (aten.expand_copy.default,),
             _expand_samples,
-            "Static sizes only (-1 keeps a dim), so no resize.",
+            "Static sizes only (-1 keeps a dim), so no resize." + _INT_STORAGE,
             supports_resize=False,
+            dtypes=ANY_DTYPE,
         ),
         OpEntry(
             "native_layer_norm",
@@ -589,7 +635,8 @@ REGISTRY = OpRegistry(
             "clone",
             (aten.clone.default, dim_order_ops._clone_dim_order.default),
             _clone_samples,
-            "A copy; contiguous memory format / dim order only.",
+            "A copy; contiguous memory format / dim order only." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
             check=_contiguous_layout,
         ),
         OpEntry(
@@ -600,7 +647,7 @@ REGISTRY = OpRegistry(
             "conversions of constants of any dtype, which preprocess folds.",
             check=_check_to_copy,
         ),
-        OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy."),
+        OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE),
     ]
 )
 

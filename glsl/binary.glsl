@@ -1,6 +1,7 @@
 // Elementwise binary ops with broadcasting: out = a OP b.
-// variant binary_add: OP(a,b)=(a+p.alpha*b)
-// variant binary_sub: OP(a,b)=(a-p.alpha*b)
+// dtypes: f32 i32
+// variant binary_add: OP(a,b)=(a+T(p.alpha)*b)
+// variant binary_sub: OP(a,b)=(a-T(p.alpha)*b)
 // variant binary_mul: OP(a,b)=(a*b)
 // variant binary_div: OP(a,b)=(a/b)
 #version 450
@@ -8,9 +9,9 @@
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer A { float a_data[]; };
-layout(set = 0, binding = 2) readonly buffer B { float b_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
+layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0
@@ -24,7 +25,7 @@ layout(set = 0, binding = 3) uniform Params {
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  float a, b;
+  T a, b;
   if (p.same_shape != 0) {
     a = a_data[i];
     b = b_data[i];

@@ -5,7 +5,11 @@ embeds them all (the runtime's kShaderBinaries table).
 A shader declares its variants in comment lines
     // variant NAME: DEFINE=VALUE DEFINE2=VALUE2
 (no spaces inside a definition); a shader without such lines is one variant
-named after its file.
+named after its file. A line
+    // dtypes: f32 i32
+builds every variant once per storage type, named NAME_f32, NAME_i32, with the
+element type T and IS_FLOAT defined (the runtime picks the variant with
+storage_suffix() of the tensor's dtype).
 """
 import argparse
 import concurrent.futures
@@ -15,17 +19,30 @@ import subprocess
 import sys
 
 VARIANT = re.compile(r"^//\s*variant\s+(\w+)\s*:(.*)$")
+DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
+STORAGE_DEFINES = {
+    "f32": ["T=float", "IS_FLOAT=1"],
+    "i32": ["T=int", "IS_FLOAT=0"],
+}
 
 
 def variants_of(path):
-    found = []
+    found, dtypes = [], None
     with open(path) as f:
         for line in f:
             m = VARIANT.match(line.strip())
             if m:
                 found.append((m.group(1), m.group(2).split()))
+            m = DTYPES.match(line.strip())
+            if m:
+                dtypes = m.group(1).split()
+                unknown = set(dtypes) - set(STORAGE_DEFINES)
+                if unknown:
+                    sys.exit(f"{path}: unknown dtypes {sorted(unknown)}")
     if not found:
         found.append((os.path.splitext(os.path.basename(path))[0], []))
+    if dtypes:
+        found = [(f"{name}_{dt}", defines + STORAGE_DEFINES[dt]) for name, defines in found for dt in dtypes]
     return found
 
 

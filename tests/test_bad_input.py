@@ -94,3 +94,18 @@ def test_corrupted_delegate_in_pte(mlp_blob_and_pte):
     with pytest.raises(Exception):
         Runtime.get().load_program(newer).load_method("forward")
     assert "newer" in rt.last_error()
+
+
+def test_int64_beyond_int32_is_an_error():
+    """int64 tensors live as int32 on the GPU: a value that does not fit is refused."""
+    class AddInts(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    x = torch.tensor([[1, 2, 3]], dtype=torch.int64)
+    em = lower(AddInts(), (x, x))
+    g = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes)
+    (out,) = g.run([np.array([[1, 2, 3]]), np.array([[4, 5, -6]])])
+    assert out.dtype == np.int64 and out.tolist() == [[5, 7, -3]]
+    with pytest.raises(ValueError, match="does not fit"):
+        g.run([np.array([[2**40, 0, 0]]), np.array([[0, 0, 0]])])

@@ -315,7 +315,7 @@ void ComputeGraph::allocate() {
   for (const auto& v : values_) {
     if (const auto* t = std::get_if<Tensor>(&v)) {
       Storage& s = storages_[t->storage];
-      s.nbytes = std::max<VkDeviceSize>(s.nbytes, t->max_nbytes());
+      s.nbytes = std::max<VkDeviceSize>(s.nbytes, t->max_storage_nbytes());
       s.is_constant = s.is_constant || t->constant_id >= 0;
     }
   }
@@ -347,8 +347,8 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
   (void)segment_size;  // offsets were checked against it in parse()
   struct Upload {
     Storage* storage;
+    const Tensor* tensor;
     const uint8_t* src;
-    size_t nbytes;
   };
   std::vector<Upload> uploads;
   VkDeviceSize staged = 0;
@@ -357,11 +357,12 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
     if (!t || t->constant_id < 0) continue;
     const fbs::ConstantRef* ref = graph->constants()->Get(static_cast<uint32_t>(t->constant_id));
     Storage& s = storages_[t->storage];
+    const size_t n = static_cast<size_t>(numel_of(t->max_sizes));
     if (s.buffer->mapped()) {
-      std::memcpy(s.buffer->mapped(), segment + ref->offset(), ref->nbytes());
+      to_storage(t->dtype, segment + ref->offset(), s.buffer->mapped(), n);
     } else {
-      uploads.push_back({&s, segment + ref->offset(), static_cast<size_t>(ref->nbytes())});
-      staged += (ref->nbytes() + 15) / 16 * 16;
+      uploads.push_back({&s, t, segment + ref->offset()});
+      staged += (t->max_storage_nbytes() + 15) / 16 * 16;
     }
   }
   if (uploads.empty()) return;
@@ -370,12 +371,14 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
   VkCommandBuffer cmd = stream.begin();
   VkDeviceSize offset = 0;
   for (const Upload& u : uploads) {
-    std::memcpy(staging.mapped() + offset, u.src, u.nbytes);
-    if (u.nbytes > 0) {
-      VkBufferCopy region{offset, 0, u.nbytes};
+    const size_t nbytes = u.tensor->max_storage_nbytes();
+    to_storage(u.tensor->dtype, u.src, staging.mapped() + offset,
+               static_cast<size_t>(numel_of(u.tensor->max_sizes)));
+    if (nbytes > 0) {
+      VkBufferCopy region{offset, 0, nbytes};
       vkCmdCopyBuffer(cmd, staging.handle(), u.storage->buffer->handle(), 1, &region);
     }
-    offset += (u.nbytes + 15) / 16 * 16;
+    offset += (nbytes + 15) / 16 * 16;
   }
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -469,8 +472,8 @@ void ComputeGraph::record() {
   for (int id : input_ids_) {
     const Tensor& t = std::get<Tensor>(values_[id]);
     const Storage& s = storages_[t.storage];
-    if (s.staging && t.nbytes() > 0) {
-      VkBufferCopy region{0, 0, t.nbytes()};
+    if (s.staging && t.storage_nbytes() > 0) {
+      VkBufferCopy region{0, 0, t.storage_nbytes()};
       vkCmdCopyBuffer(cmd, s.staging->handle(), s.buffer->handle(), 1, &region);
       copied = true;
     }
@@ -509,12 +512,12 @@ void ComputeGraph::record() {
   for (int id : output_ids_) {
     const Tensor& t = std::get<Tensor>(values_[id]);
     const Storage& s = storages_[t.storage];
-    if (s.staging && t.nbytes() > 0) {
+    if (s.staging && t.storage_nbytes() > 0) {
       if (!read_back) {
         memory_barrier(cmd, compute | transfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                        transfer, VK_ACCESS_TRANSFER_READ_BIT);
       }
-      VkBufferCopy region{0, 0, t.nbytes()};
+      VkBufferCopy region{0, 0, t.storage_nbytes()};
       vkCmdCopyBuffer(cmd, s.buffer->handle(), s.staging->handle(), 1, &region);
       read_back = true;
     }
@@ -553,7 +556,7 @@ void ComputeGraph::copy_input(size_t i, const void* src, size_t nbytes) {
   }
   const Storage& s = storages_[t.storage];
   uint8_t* dst = s.staging ? s.staging->mapped() : s.buffer->mapped();
-  if (nbytes) std::memcpy(dst, src, nbytes);
+  to_storage(t.dtype, src, dst, static_cast<size_t>(t.numel()));
 }
 
 void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
@@ -564,7 +567,7 @@ void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
   }
   const Storage& s = storages_[t.storage];
   const uint8_t* src = s.staging ? s.staging->mapped() : s.buffer->mapped();
-  if (nbytes) std::memcpy(dst, src, nbytes);
+  from_storage(t.dtype, src, dst, static_cast<size_t>(t.numel()));
 }
 
 void ComputeGraph::execute() {

@@ -1,5 +1,7 @@
 #include "values.h"
 
+#include <climits>
+#include <cstring>
 #include <sstream>
 
 namespace vkd {
@@ -28,6 +30,74 @@ const char* dtype_name(DType t) {
     case DType::Bool: return "bool";
   }
   return "?";
+}
+
+StorageType storage_type(DType t) {
+  switch (t) {
+    case DType::Float32: return StorageType::F32;
+    case DType::Float16: return StorageType::F16;
+    default: return StorageType::I32;
+  }
+}
+
+size_t storage_size(DType t) { return storage_type(t) == StorageType::F16 ? 2 : 4; }
+
+const char* storage_suffix(DType t) {
+  switch (storage_type(t)) {
+    case StorageType::F32: return "f32";
+    case StorageType::F16: return "f16";
+    case StorageType::I32: return "i32";
+  }
+  return "?";
+}
+
+namespace {
+template <typename From>
+void widen(const void* src, int32_t* dst, size_t n) {
+  const From* s = static_cast<const From*>(src);
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<int32_t>(s[i]);
+}
+template <typename To>
+void narrow(const int32_t* src, void* dst, size_t n) {
+  To* d = static_cast<To*>(dst);
+  for (size_t i = 0; i < n; ++i) d[i] = static_cast<To>(src[i]);
+}
+}  // namespace
+
+void to_storage(DType t, const void* src, void* dst, size_t n) {
+  int32_t* out = static_cast<int32_t*>(dst);
+  switch (t) {
+    case DType::Int64: {
+      const int64_t* s = static_cast<const int64_t*>(src);
+      for (size_t i = 0; i < n; ++i) {
+        if (s[i] < INT32_MIN || s[i] > INT32_MAX) {
+          throw GraphError("int64 value " + std::to_string(s[i]) +
+                           " does not fit the int32 the GPU stores int64 tensors as");
+        }
+        out[i] = static_cast<int32_t>(s[i]);
+      }
+      return;
+    }
+    case DType::Bool: widen<uint8_t>(src, out, n); for (size_t i = 0; i < n; ++i) out[i] = out[i] != 0; return;
+    case DType::Int8: widen<int8_t>(src, out, n); return;
+    case DType::UInt8: widen<uint8_t>(src, out, n); return;
+    default: std::memcpy(dst, src, n * dtype_size(t)); return;
+  }
+}
+
+void from_storage(DType t, const void* src, void* dst, size_t n) {
+  const int32_t* in = static_cast<const int32_t*>(src);
+  switch (t) {
+    case DType::Int64: narrow<int64_t>(in, dst, n); return;
+    case DType::Bool: {
+      uint8_t* d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = in[i] != 0;
+      return;
+    }
+    case DType::Int8: narrow<int8_t>(in, dst, n); return;
+    case DType::UInt8: narrow<uint8_t>(in, dst, n); return;
+    default: std::memcpy(dst, src, n * dtype_size(t)); return;
+  }
 }
 
 std::string sizes_str(const Sizes& s) {

@@ -30,6 +30,19 @@ constexpr int kNumDTypes = 7;
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 
+// How each graph dtype is stored on the GPU. int64, bool and 8-bit integers
+// live as int32: every GPU has 32-bit integer storage, while 64-bit and 8-bit
+// storage are optional. Values are converted where a tensor crosses the host
+// boundary (inputs, outputs, constants); an int64 that does not fit is an error.
+enum class StorageType { F32, F16, I32 };
+StorageType storage_type(DType t);
+size_t storage_size(DType t);
+// Suffix of the shader variant for this storage: "f32", "f16" or "i32".
+const char* storage_suffix(DType t);
+// n elements: graph dtype on the host <-> storage type on the GPU.
+void to_storage(DType t, const void* src, void* dst, size_t n);
+void from_storage(DType t, const void* src, void* dst, size_t n);
+
 using Sizes = std::vector<int64_t>;
 std::string sizes_str(const Sizes& s);
 int64_t numel_of(const Sizes& s);
@@ -49,6 +62,11 @@ struct Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   size_t max_nbytes() const {
     return static_cast<size_t>(numel_of(max_sizes)) * dtype_size(dtype);
+  }
+  // Sizes on the GPU (see StorageType).
+  size_t storage_nbytes() const { return static_cast<size_t>(numel()) * storage_size(dtype); }
+  size_t max_storage_nbytes() const {
+    return static_cast<size_t>(numel_of(max_sizes)) * storage_size(dtype);
   }
   Sizes strides() const;  // contiguous strides of the current sizes
 };

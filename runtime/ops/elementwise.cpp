@@ -22,9 +22,13 @@ struct BinaryParams {
 void add_binary(ComputeGraph& g, const std::vector<int>& args, const char* shader,
                 bool has_alpha) {
   const int a = args.at(0), b = args.at(1), out = args.back();
-  for (int id : {a, b, out}) require_float(g, id);
+  require_same_dtype(g, {a, b, out});
+  const DType dt = g.tensor(out).dtype;
+  if (dt != DType::Float32 && dt != DType::Int32 && dt != DType::Int64) {
+    g.fail(std::string("dtype ") + dtype_name(dt) + " is not supported");
+  }
   const float alpha = has_alpha ? static_cast<float>(g.get_double(args.at(2))) : 1.0f;
-  g.add_node(g.current_op(), shader, kLocal1D, {out, a, b},
+  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, a, b},
              [a, b, out, alpha](ComputeGraph& g, Node& node) {
                const Tensor& ta = g.tensor(a);
                const Tensor& tb = g.tensor(b);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "op_registry.h"
@@ -16,6 +17,21 @@ inline void require_float(ComputeGraph& g, int id) {
   if (t.dtype != DType::Float32) {
     g.fail(std::string("tensors of dtype ") + dtype_name(t.dtype) +
            " are not supported here (float32 only)");
+  }
+}
+
+// The shader variant of `base` for the storage type of tensor `id`.
+inline std::string variant(ComputeGraph& g, const std::string& base, int id) {
+  return base + "_" + storage_suffix(g.tensor(id).dtype);
+}
+
+inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {
+  const DType first = g.tensor(*ids.begin()).dtype;
+  for (int id : ids) {
+    if (g.tensor(id).dtype != first) {
+      g.fail(std::string("mixed dtypes ") + dtype_name(first) + " and " +
+             dtype_name(g.tensor(id).dtype) + " are not supported");
+    }
   }
 }
 

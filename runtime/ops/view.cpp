@@ -58,7 +58,7 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
   if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
 }
 
-void require_same_dtype(ComputeGraph& g, int in, int out) {
+void require_no_conversion(ComputeGraph& g, int in, int out) {
   if (g.tensor(in).dtype != g.tensor(out).dtype) {
     g.fail(std::string("dtype conversion ") + dtype_name(g.tensor(in).dtype) + " -> " +
            dtype_name(g.tensor(out).dtype) + " is not supported");
@@ -81,9 +81,8 @@ struct Gather {
 using GatherFn = std::function<Gather(ComputeGraph&, const Tensor& in)>;
 
 void add_gather(ComputeGraph& g, int in, int out, GatherFn fn) {
-  require_float(g, in);
-  require_float(g, out);
-  g.add_node(g.current_op(), "strided_copy", kLocal1D, {out, in},
+  require_same_dtype(g, {in, out});
+  g.add_node(g.current_op(), variant(g, "strided_copy", out), kLocal1D, {out, in},
              [in, out, fn](ComputeGraph& g, Node& node) {
                const Gather ga = fn(g, g.tensor(in));
                Tensor& o = g.tensor(out);
@@ -262,12 +261,12 @@ VKD_REGISTER_OPS(register_view_ops) {
   // _to_dim_order_copy(self, *, dtype, layout, device, pin_memory, non_blocking, dim_order)
   register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     require_contiguous_dim_order(g, a.at(6), g.tensor(a.at(0)).dim());
-    require_same_dtype(g, a.at(0), a.back());
+    require_no_conversion(g, a.at(0), a.back());
     add_identity(g, a.at(0), a.back());
   });
   // _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format)
   register_op("aten._to_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    require_same_dtype(g, a.at(0), a.back());
+    require_no_conversion(g, a.at(0), a.back());
     add_identity(g, a.at(0), a.back());
   });
   // permute_copy(self, dims)
