@@ -523,6 +523,40 @@ def _alias_copy_samples() -> List[SampleCase]:
 
 
 # ----------------------------------------------------------------------------
+# cnn family: convolution, pooling, upsampling, normalization, cat
+
+
+def _check_cat(node: Node) -> Optional[str]:
+    dtypes = {val.dtype for val in [fake_tensor(item) for item in arg(node, "tensors")] + output_tensors(node)
+              if val is not None}
+    if len(dtypes) > 1:
+        names = ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+        return f"mixed dtypes ({names}) are not supported"
+    return None
+
+
+@_seeded
+def _cat_samples() -> List[SampleCase]:
+    cat = torch.cat
+    return [
+        SampleCase("dim0_two", _Call(lambda x, y: cat([x, y])), (_values(7, 13), _values(3, 13))),
+        SampleCase("dim1_three", _Call(lambda x, y, z: cat([x, y, z], 1)),
+                   (_values(2, 3, 5), _values(2, 1, 5), _values(2, 7, 5))),
+        SampleCase("last_dim_negative", _Call(lambda x, y: cat([x, y], -1)), (_values(3, 5, 33), _values(3, 5, 1))),
+        SampleCase("single_input", _Call(lambda x: cat([x], 0)), (_values(7, 13),)),
+        SampleCase("rank5_dim3", _Call(lambda x, y: cat([x, y], 3)), (_values(2, 1, 3, 2, 5), _values(2, 1, 3, 4, 5))),
+        SampleCase("rank8_dim7", _Call(lambda x, y: cat([x, y], 7)),
+                   (_values(2, 1, 2, 1, 3, 1, 2, 3), _values(2, 1, 2, 1, 3, 1, 2, 1))),
+        SampleCase("same_input_twice", _Call(lambda x: cat([x, x], 1)), (_values(1, 9),)),
+        SampleCase("constant_input", _Call(lambda x, c: cat([x, c], 0), _values(2, 13)), (_values(7, 13),)),
+        SampleCase("int64_dim1", _Call(lambda x, y: cat([x, y], 1)), (_ints(3, 5), _ints(3, 2))),
+        SampleCase("bool_dim0", _Call(lambda x, y: cat([x, y])), (torch.rand(3, 5) < 0.5, torch.rand(1, 5) < 0.5)),
+        SampleCase("int32_nchw_channels", _Call(lambda x, y: cat([x, y], 1)),
+                   (_ints(2, 3, 4, 5, dtype=torch.int32), _ints(2, 1, 4, 5, dtype=torch.int32))),
+    ]
+
+
+# ----------------------------------------------------------------------------
 # The entries
 
 _ELEMENTWISE = "Elementwise; ranks 0-8."
@@ -648,6 +682,10 @@ REGISTRY = OpRegistry(
             check=_check_to_copy,
         ),
         OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        # ---- cnn family: convolution, pooling, upsampling, normalization, cat
+        OpEntry("cat", (aten.cat.default,), _cat_samples,
+                "Any dim, any number of inputs, ranks 1-8; inputs of the output's dtype." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_cat),
     ]
 )
 
