@@ -556,6 +556,50 @@ def _cat_samples() -> List[SampleCase]:
     ]
 
 
+def _check_convolution(node: Node) -> Optional[str]:
+    rank = fake_tensor(arg(node, "input")).dim()
+    if rank not in (3, 4):
+        return f"{rank - 2}-D convolution is not supported (1-D and 2-D only)"
+    weight = fake_tensor(arg(node, "weight"))
+    if weight is None or weight.dim() != rank:
+        return "the weight must be a tensor of the input's rank"
+    bias = arg(node, "bias")
+    if bias is not None and (fake_tensor(bias) is None or fake_tensor(bias).dim() != 1):
+        return "the bias must be a 1-D tensor"
+    for name in ("stride", "padding", "dilation", "output_padding"):
+        if any(not isinstance(v, int) for v in arg(node, name)):
+            return f"symbolic {name} is not supported"
+    return None
+
+
+@_seeded
+def _convolution_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_pad1_bias_batch2", nn.Conv2d(3, 5, 3, padding=1), (_values(2, 3, 7, 9),)),
+        SampleCase("stride2_dilation_asym_no_bias",
+                   nn.Conv2d(4, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(2, 1), bias=False),
+                   (_values(3, 4, 13, 11),)),
+        SampleCase("groups2", nn.Conv2d(4, 6, 3, groups=2), (_values(2, 4, 7, 7),)),
+        SampleCase("depthwise_3x3_s2", nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), (_values(2, 8, 9, 9),)),
+        SampleCase("depthwise_multiplier2", nn.Conv2d(4, 8, 3, groups=4, bias=False), (_values(1, 4, 7, 5),)),
+        SampleCase("pointwise_16_to_33", nn.Conv2d(16, 33, 1), (_values(2, 16, 7, 5),)),
+        SampleCase("channels_32_7x7_s2_p3", nn.Conv2d(32, 13, 7, stride=2, padding=3), (_values(1, 32, 13, 13),)),
+        SampleCase("size1_1x1_input", nn.Conv2d(3, 4, 1), (_values(1, 3, 1, 1),)),
+        SampleCase("weight_input", _Call(lambda x, w: torch.nn.functional.conv2d(x, w, stride=2)),
+                   (_values(2, 3, 7, 7), _values(5, 3, 3, 3))),
+        SampleCase("conv1d_s2_p1", nn.Conv1d(3, 5, 3, stride=2, padding=1), (_values(2, 3, 13),)),
+        SampleCase("conv1d_groups_dilation", nn.Conv1d(6, 4, 3, dilation=3, groups=2, bias=False), (_values(1, 6, 33),)),
+        SampleCase("transposed_s2_outpad_groups2",
+                   nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                   (_values(2, 4, 5, 7),)),
+        SampleCase("transposed_asym_dilation_no_bias",
+                   nn.ConvTranspose2d(3, 5, (2, 4), stride=(1, 3), dilation=(2, 1), bias=False),
+                   (_values(1, 3, 4, 5),)),
+        SampleCase("transposed_1d", nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1), (_values(2, 3, 9),)),
+    ]
+
+
 # ----------------------------------------------------------------------------
 # The entries
 
@@ -686,6 +730,10 @@ REGISTRY = OpRegistry(
         OpEntry("cat", (aten.cat.default,), _cat_samples,
                 "Any dim, any number of inputs, ranks 1-8; inputs of the output's dtype." + _INT_STORAGE,
                 dtypes=ANY_DTYPE, check=_check_cat),
+        OpEntry("convolution", (aten.convolution.default,), _convolution_samples,
+                "1-D and 2-D (rank 3 or 4 input); any stride, padding, dilation, groups (depthwise too); "
+                "optional bias; transposed with output_padding; any batch size. 3-D is not supported.",
+                check=_check_convolution, kind="matmul"),
     ]
 )
 
