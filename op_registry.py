@@ -600,6 +600,118 @@ def _convolution_samples() -> List[SampleCase]:
     ]
 
 
+def _check_pool_input(node: Node) -> Optional[str]:
+    x = fake_tensor(arg(node, "self"))
+    if x.dim() not in (3, 4):
+        return f"input of rank {x.dim()}: [C, H, W] or [N, C, H, W] only"
+    if x.dtype != torch.float32:
+        return "the input must be float32"
+    return None
+
+
+def _check_pool_window(node: Node) -> Optional[str]:
+    reason = _check_pool_input(node)
+    if reason:
+        return reason
+    kernel = list(arg(node, "kernel_size"))
+    padding = list(arg(node, "padding"))
+    kernel = kernel * 2 if len(kernel) == 1 else kernel
+    padding = padding * 2 if len(padding) == 1 else padding
+    if any(2 * pad > k for pad, k in zip(padding, kernel)):
+        return "padding must be at most half the kernel size"
+    return None
+
+
+def _check_avg_pool(node: Node) -> Optional[str]:
+    if arg(node, "divisor_override") == 0:
+        return "divisor_override must be non-zero"
+    return _check_pool_window(node)
+
+
+def _check_batch_norm(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() < 2:
+        return "the input must have rank 2 or more"
+    return None
+
+
+def _check_group_norm(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() < 2:
+        return "the input must have rank 2 or more"
+    if not isinstance(arg(node, "group"), int):
+        return "symbolic group count is not supported"
+    return None
+
+
+@_seeded
+def _max_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_s2_p1_batch2", nn.MaxPool2d(3, 2, 1), (_values(2, 3, 9, 9),)),
+        SampleCase("2x2_default_stride_odd", nn.MaxPool2d(2), (_values(1, 4, 7, 13),)),
+        SampleCase("ceil_mode_asym", nn.MaxPool2d((3, 2), stride=(2, 3), ceil_mode=True), (_values(2, 2, 8, 13),)),
+        SampleCase("dilation2_pad1", nn.MaxPool2d(3, 1, 1, dilation=2), (_values(1, 3, 9, 7),)),
+        SampleCase("unbatched_wide", nn.MaxPool2d(2, 2), (_wide(3, 6, 6),)),
+        SampleCase("with_indices", nn.MaxPool2d(3, 2, 1, return_indices=True), (_values(2, 3, 7, 7),)),
+    ]
+
+
+@_seeded
+def _avg_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_s2_p1_include_pad", nn.AvgPool2d(3, 2, 1), (_values(2, 3, 9, 9),)),
+        SampleCase("3x3_s2_p1_exclude_pad", nn.AvgPool2d(3, 2, 1, count_include_pad=False), (_values(2, 3, 9, 9),)),
+        SampleCase("ceil_mode_include_pad", nn.AvgPool2d(3, 2, 1, ceil_mode=True), (_values(1, 2, 8, 10),)),
+        SampleCase("ceil_mode_exclude_pad", nn.AvgPool2d((2, 3), (2, 2), (1, 1), ceil_mode=True, count_include_pad=False),
+                   (_values(1, 2, 7, 13),)),
+        SampleCase("divisor_override_5", nn.AvgPool2d(2, divisor_override=5), (_values(2, 3, 6, 7),)),
+        SampleCase("unbatched_7x7_global", nn.AvgPool2d(7), (_values(5, 7, 7),)),
+    ]
+
+
+@_seeded
+def _adaptive_avg_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("9x9_to_3x4", nn.AdaptiveAvgPool2d((3, 4)), (_values(2, 3, 9, 9),)),
+        SampleCase("13x7_to_5x3_uneven", nn.AdaptiveAvgPool2d((5, 3)), (_values(1, 2, 13, 7),)),
+        SampleCase("upsampling_3x3_to_7x5", nn.AdaptiveAvgPool2d((7, 5)), (_values(1, 2, 3, 3),)),
+        SampleCase("unbatched_to_2x2", nn.AdaptiveAvgPool2d(2), (_values(3, 8, 5),)),
+    ]
+
+
+def _batch_norm_module(channels: int, affine: bool = True, dims: int = 2) -> torch.nn.Module:
+    cls = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d}[dims]
+    module = cls(channels, affine=affine, eps=1e-3)
+    module.running_mean.copy_(torch.randn(channels))
+    module.running_var.copy_(torch.rand(channels) + 0.5)
+    if affine:
+        module.weight.data.copy_(torch.randn(channels))
+        module.bias.data.copy_(torch.randn(channels))
+    return module.eval()
+
+
+@_seeded
+def _batch_norm_samples() -> List[SampleCase]:
+    return [
+        SampleCase("nchw_batch2_7x9", _batch_norm_module(5), (_values(2, 5, 7, 9),)),
+        SampleCase("no_affine", _batch_norm_module(3, affine=False), (_values(1, 3, 13, 1),)),
+        SampleCase("1d_rank2", _batch_norm_module(33, dims=1), (_values(7, 33),)),
+        SampleCase("1d_rank3", _batch_norm_module(4, dims=1), (_values(2, 4, 13),)),
+    ]
+
+
+@_seeded
+def _group_norm_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("2_groups_batch2", nn.GroupNorm(2, 4), (_values(2, 4, 5, 7),)),
+        SampleCase("no_affine_3_groups", nn.GroupNorm(3, 6, affine=False), (_values(1, 6, 9),)),
+        SampleCase("instance_like", nn.GroupNorm(5, 5), (_wide(2, 5, 3, 3),)),
+        SampleCase("one_group_rank2", nn.GroupNorm(1, 13), (_values(3, 13),)),
+    ]
+
+
 # ----------------------------------------------------------------------------
 # The entries
 
@@ -734,6 +846,21 @@ REGISTRY = OpRegistry(
                 "1-D and 2-D (rank 3 or 4 input); any stride, padding, dilation, groups (depthwise too); "
                 "optional bias; transposed with output_padding; any batch size. 3-D is not supported.",
                 check=_check_convolution, kind="matmul"),
+        OpEntry("max_pool2d_with_indices", (aten.max_pool2d_with_indices.default,), _max_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; any kernel, stride, padding, dilation, ceil_mode; the int64 indices "
+                "are stored as int32 on the GPU.", dtypes=FP32 | {torch.int64}, check=_check_pool_window),
+        OpEntry("avg_pool2d", (aten.avg_pool2d.default,), _avg_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; ceil_mode, count_include_pad both ways, divisor_override.",
+                check=_check_avg_pool, kind="reduction"),
+        OpEntry("adaptive_avg_pool2d", (aten._adaptive_avg_pool2d.default,), _adaptive_avg_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; any output size (a 1x1 output exports as mean.dim).",
+                check=_check_pool_input, kind="reduction"),
+        OpEntry("batch_norm_inference", (aten._native_batch_norm_legit_no_training.default,), _batch_norm_samples,
+                "Inference (running statistics), input rank >= 2, channels in dim 1; weight and bias optional.",
+                check=_check_batch_norm),
+        OpEntry("native_group_norm", (aten.native_group_norm.default,), _group_norm_samples,
+                "Input rank >= 2, channels in dim 1; weight and bias optional; also outputs mean and rstd.",
+                check=_check_group_norm, kind="reduction"),
     ]
 )
 
