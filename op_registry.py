@@ -712,6 +712,69 @@ def _group_norm_samples() -> List[SampleCase]:
     ]
 
 
+def _check_upsample(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() != 4:
+        return "the input must be [N, C, H, W]"
+    output_size, scales = arg(node, "output_size"), arg(node, "scale_factors")
+    if (output_size is None) == (scales is None):
+        return "exactly one of output_size and scale_factors must be given"
+    if output_size is not None and any(not isinstance(v, int) for v in output_size):
+        return "symbolic output_size is not supported"
+    return None
+
+
+def _check_pixel_shuffle(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() < 3:
+        return "the input must have rank 3 or more"
+    return None
+
+
+@_seeded
+def _upsample_nearest2d_samples() -> List[SampleCase]:
+    up = torch.nn.Upsample
+    return [
+        SampleCase("scale2_batch2", up(scale_factor=2), (_values(2, 3, 5, 7),)),
+        SampleCase("size_7x9_from_5x5", up(size=(7, 9)), (_values(1, 3, 5, 5),)),
+        SampleCase("scale_1.5_2.5", up(scale_factor=(1.5, 2.5)), (_values(1, 2, 5, 3),)),
+        SampleCase("downsize_3x2", up(size=(3, 2)), (_values(2, 2, 7, 5),)),
+        SampleCase("size1_input", up(scale_factor=3), (_values(1, 1, 1, 1),)),
+    ]
+
+
+@_seeded
+def _upsample_bilinear2d_samples() -> List[SampleCase]:
+    up = torch.nn.Upsample
+    return [
+        SampleCase("scale2_batch2", up(scale_factor=2, mode="bilinear"), (_values(2, 3, 5, 7),)),
+        SampleCase("scale2_align_corners", up(scale_factor=2, mode="bilinear", align_corners=True), (_values(2, 3, 5, 7),)),
+        SampleCase("size_7x9", up(size=(7, 9), mode="bilinear"), (_values(1, 3, 5, 5),)),
+        SampleCase("size_7x9_align_corners", up(size=(7, 9), mode="bilinear", align_corners=True), (_values(1, 3, 5, 5),)),
+        SampleCase("downscale_0.5", up(scale_factor=0.5, mode="bilinear"), (_values(1, 2, 13, 8),)),
+        SampleCase("size1_to_1x1_align_corners", up(size=(1, 1), mode="bilinear", align_corners=True), (_values(1, 2, 3, 3),)),
+        SampleCase("from_1x1", up(size=(4, 3), mode="bilinear"), (_values(2, 2, 1, 1),)),
+    ]
+
+
+@_seeded
+def _pixel_shuffle_samples() -> List[SampleCase]:
+    return [
+        SampleCase("factor2_batch2", torch.nn.PixelShuffle(2), (_values(2, 8, 5, 3),)),
+        SampleCase("factor3", torch.nn.PixelShuffle(3), (_values(1, 9, 2, 2),)),
+        SampleCase("rank5", torch.nn.PixelShuffle(2), (_values(2, 3, 4, 3, 3),)),
+        SampleCase("int64_rank3", torch.nn.PixelShuffle(2), (_ints(4, 3, 5),)),
+    ]
+
+
+@_seeded
+def _pixel_unshuffle_samples() -> List[SampleCase]:
+    return [
+        SampleCase("factor2_batch2", torch.nn.PixelUnshuffle(2), (_values(2, 2, 6, 4),)),
+        SampleCase("factor3", torch.nn.PixelUnshuffle(3), (_values(1, 1, 9, 3),)),
+        SampleCase("rank5", torch.nn.PixelUnshuffle(2), (_values(2, 3, 1, 4, 2),)),
+        SampleCase("int64_rank3", torch.nn.PixelUnshuffle(2), (_ints(1, 4, 6),)),
+    ]
+
+
 # ----------------------------------------------------------------------------
 # The entries
 
@@ -861,6 +924,16 @@ REGISTRY = OpRegistry(
         OpEntry("native_group_norm", (aten.native_group_norm.default,), _group_norm_samples,
                 "Input rank >= 2, channels in dim 1; weight and bias optional; also outputs mean and rstd.",
                 check=_check_group_norm, kind="reduction"),
+        OpEntry("upsample_nearest2d", (aten.upsample_nearest2d.vec,), _upsample_nearest2d_samples,
+                "[N, C, H, W]; output_size or scale_factors (up or down).", check=_check_upsample),
+        OpEntry("upsample_bilinear2d", (aten.upsample_bilinear2d.vec,), _upsample_bilinear2d_samples,
+                "[N, C, H, W]; output_size or scale_factors; align_corners both ways.", check=_check_upsample),
+        OpEntry("pixel_shuffle", (aten.pixel_shuffle.default,), _pixel_shuffle_samples,
+                "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_pixel_shuffle, keep_undecomposed=True),
+        OpEntry("pixel_unshuffle", (aten.pixel_unshuffle.default,), _pixel_unshuffle_samples,
+                "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_pixel_shuffle, keep_undecomposed=True),
     ]
 )
 
