@@ -775,6 +775,33 @@ def _pixel_unshuffle_samples() -> List[SampleCase]:
     ]
 
 
+def _check_grid_sampler(node: Node) -> Optional[str]:
+    if arg(node, "interpolation_mode") not in (0, 1):
+        return "only bilinear and nearest interpolation are supported (not bicubic)"
+    if arg(node, "padding_mode") not in (0, 1, 2):
+        return f"unknown padding mode {arg(node, 'padding_mode')}"
+    return None
+
+
+@_seeded
+def _grid_sampler_samples() -> List[SampleCase]:
+    def sampler(mode: str, padding: str, align_corners: bool) -> torch.nn.Module:
+        return _Call(lambda x, grid: torch.nn.functional.grid_sample(
+            x, grid, mode=mode, padding_mode=padding, align_corners=align_corners))
+
+    cases = []
+    for mode in ("bilinear", "nearest"):
+        for padding in ("zeros", "border", "reflection"):
+            for align_corners in (False, True):
+                # Grid values past [-1, 1] exercise the padding modes.
+                cases.append(SampleCase(f"{mode}_{padding}_align{int(align_corners)}",
+                                        sampler(mode, padding, align_corners),
+                                        (_values(2, 3, 5, 7), torch.rand(2, 4, 9, 2) * 3.0 - 1.5)))
+    cases.append(SampleCase("size1_input", sampler("bilinear", "reflection", True),
+                            (_values(1, 2, 1, 1), torch.rand(1, 3, 3, 2) * 2.0 - 1.0)))
+    return cases
+
+
 # ----------------------------------------------------------------------------
 # The entries
 
@@ -934,6 +961,9 @@ REGISTRY = OpRegistry(
         OpEntry("pixel_unshuffle", (aten.pixel_unshuffle.default,), _pixel_unshuffle_samples,
                 "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_pixel_shuffle, keep_undecomposed=True),
+        OpEntry("grid_sampler_2d", (aten.grid_sampler_2d.default,), _grid_sampler_samples,
+                "Bilinear and nearest (not bicubic); zeros, border and reflection padding; align_corners both ways.",
+                check=_check_grid_sampler),
     ]
 )
 

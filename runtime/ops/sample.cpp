@@ -1,4 +1,5 @@
-// Resampling: upsample_nearest2d, upsample_bilinear2d, pixel_shuffle, pixel_unshuffle.
+// Resampling: upsample_nearest2d, upsample_bilinear2d, pixel_shuffle, pixel_unshuffle,
+// grid_sampler_2d.
 #include <cmath>
 #include <optional>
 
@@ -108,6 +109,39 @@ void add_pixel_shuffle(ComputeGraph& g, int in, int out, int64_t r, bool shuffle
              });
 }
 
+
+struct GridSamplerParams {
+  int32_t total, C, H, W;
+  int32_t OH, OW, nearest, padding_mode;
+  int32_t align_corners, pad0, pad1, pad2;
+};
+
+// grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)
+void add_grid_sampler(ComputeGraph& g, const std::vector<int>& a) {
+  const int in = a.at(0), grid = a.at(1), out = a.back();
+  for (int id : {in, grid, out}) require_float(g, id);
+  const int64_t mode = g.get_int(a.at(2)), padding = g.get_int(a.at(3));
+  const bool align_corners = g.get_bool(a.at(4));
+  if (mode != 0 && mode != 1) g.fail("interpolation mode " + std::to_string(mode) + " is not supported (bilinear and nearest only)");
+  if (padding < 0 || padding > 2) g.fail("unknown padding mode " + std::to_string(padding));
+  g.add_node(g.current_op(), "grid_sampler2d", kLocal1D, {out, in, grid}, [=](ComputeGraph& g, Node& node) {
+    const Tensor& x = g.tensor(in);
+    const Tensor& gr = g.tensor(grid);
+    if (x.dim() != 4 || gr.dim() != 4 || gr.sizes[3] != 2 || gr.sizes[0] != x.sizes[0]) {
+      g.fail("input " + sizes_str(x.sizes) + " and grid " + sizes_str(gr.sizes) + " must be [N, C, H, W] and [N, OH, OW, 2]");
+    }
+    Tensor& o = g.tensor(out);
+    o.sizes = {x.sizes[0], x.sizes[1], gr.sizes[1], gr.sizes[2]};
+    GridSamplerParams p{};
+    p.total = static_cast<int32_t>(o.numel());
+    p.C = x.sizes[1], p.H = x.sizes[2], p.W = x.sizes[3];
+    p.OH = gr.sizes[1], p.OW = gr.sizes[2];
+    p.nearest = mode == 1, p.padding_mode = padding, p.align_corners = align_corners;
+    node.set_params(p);
+    node.set_groups_1d(o.numel(), kLocal1D[0]);
+  });
+}
+
 }  // namespace
 
 VKD_REGISTER_OPS(register_sample_ops) {
@@ -119,6 +153,7 @@ VKD_REGISTER_OPS(register_sample_ops) {
   register_op("aten.upsample_bilinear2d.vec", [](ComputeGraph& g, const std::vector<int>& a) {
     add_upsample(g, a.at(0), a.back(), resize_args(g, a.at(1), a.at(3)), true, g.get_bool(a.at(2)));
   });
+  register_op("aten.grid_sampler_2d.default", add_grid_sampler);
   register_op("aten.pixel_shuffle.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_pixel_shuffle(g, a.at(0), a.back(), g.get_int(a.at(1)), true);
   });
