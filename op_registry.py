@@ -351,6 +351,8 @@ def _mm_samples() -> List[SampleCase]:
         SampleCase("size1_1x5_5x1", _Call(torch.mm), (_values(1, 5), _values(5, 1))),
         SampleCase("outer_33x1_1x7", _Call(torch.mm), (_values(33, 1), _values(1, 7))),
         SampleCase("constant_rhs", _Call(torch.mm, _values(13, 9)), (_values(7, 13),)),
+        # Enough output tiles for the runtime to pick its large (64 x 64) tiles.
+        SampleCase("large_tiles_721x719_719x723", _Call(torch.mm), (_values(721, 719), _values(719, 723))),
     ]
 
 
