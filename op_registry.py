@@ -599,6 +599,12 @@ def _convolution_samples() -> List[SampleCase]:
                    nn.ConvTranspose2d(3, 5, (2, 4), stride=(1, 3), dilation=(2, 1), bias=False),
                    (_values(1, 3, 4, 5),)),
         SampleCase("transposed_1d", nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1), (_values(2, 3, 9),)),
+        # 16 or more output channels per group: the implicit-GEMM kernel.
+        SampleCase("gemm_3x3_s2_p2_dilation2", nn.Conv2d(8, 67, 3, stride=2, padding=2, dilation=2),
+                   (_values(2, 8, 13, 11),)),
+        SampleCase("gemm_groups2_pointwise_no_bias", nn.Conv2d(6, 32, 1, groups=2, bias=False), (_values(3, 6, 9, 9),)),
+        SampleCase("gemm_k_over_16_asym", nn.Conv2d(7, 16, (3, 2), stride=(1, 2), padding=(1, 0)), (_values(1, 7, 9, 17),)),
+        SampleCase("gemm_conv1d", nn.Conv1d(5, 20, 5, padding=2), (_values(2, 5, 33),)),
     ]
 
 

@@ -16,7 +16,12 @@ struct ConvParams {
 };
 
 constexpr int kTileOC = 4;  // TOC of the conv2d variant
-constexpr int kTileOW = 4;  // TOW of both variants
+constexpr int kTileOW = 4;  // TOW of both direct variants
+// The implicit-GEMM kernel: 16 x 16 invocations, each 4 x 4 outputs; used when
+// a group has enough output channels to fill most of a 64-channel tile.
+constexpr LocalSize kGemmLocal{16, 16, 1};
+constexpr int64_t kGemmTile = 64;
+constexpr int64_t kGemmMinChannels = 16;
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
 std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
@@ -65,9 +70,10 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   }
   if (bias >= 0 && g.tensor(bias).numel() != OC) g.fail("bias must have one value per output channel");
   const bool depthwise = !transposed && ocpg < kTileOC;
-  const std::string shader = transposed ? "conv_transpose2d" : depthwise ? "conv2d_dw" : "conv2d";
+  const bool gemm = !transposed && ocpg >= kGemmMinChannels;
+  const std::string shader = transposed ? "conv_transpose2d" : gemm ? "conv2d_gemm" : depthwise ? "conv2d_dw" : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  g.add_node(g.current_op(), shader, kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
+  g.add_node(g.current_op(), shader, gemm ? kGemmLocal : kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                if (x.dim() != spatial + 2 || x.sizes[1] != C) {
@@ -97,7 +103,15 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
                const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
                p.total = static_cast<int32_t>(total);
                node.set_params(p);
-               node.set_groups_1d(total, kLocal1D[0]);
+               if (gemm) {
+                 const int64_t tiles_z = N * groups;
+                 if (tiles_z > 65535) g.fail("batch * groups over 65535 is not supported");
+                 node.groups = {static_cast<uint32_t>((OH * OW + kGemmTile - 1) / kGemmTile),
+                                static_cast<uint32_t>((ocpg + kGemmTile - 1) / kGemmTile),
+                                static_cast<uint32_t>(tiles_z)};
+               } else {
+                 node.set_groups_1d(total, kLocal1D[0]);
+               }
              });
 }
 
