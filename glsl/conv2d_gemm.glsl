@@ -42,6 +42,12 @@ void main() {
   const int w_base = g * p.ocpg * K;
   const int in_base = (n * p.C + g * p.icpg) * p.H * p.W;
 
+  const uint my_nn = tid % TN;
+  const int my_pix = pix0 + int(my_nn);
+  const bool pix_ok = my_pix < npix;
+  const int ih0 = (my_pix / p.OW) * p.stride_h - p.pad_h;
+  const int iw0 = (my_pix % p.OW) * p.stride_w - p.pad_w;
+
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
@@ -53,18 +59,19 @@ void main() {
       const int oc = oc0 + int(mm), k = k0 + int(kk);
       w_tile[kk][mm] = (oc < p.ocpg && k < K) ? w_data[w_base + oc * K + k] : 0.0;
     }
-    // im2col rows: walk pixels fastest (neighbouring input columns).
-    for (uint e = tid; e < BK * TN; e += nthreads) {
-      const uint nn = e % TN, kk = e / TN;
-      const int pix = pix0 + int(nn), k = k0 + int(kk);
+    // im2col rows: walk pixels fastest (neighbouring input columns). Each
+    // invocation keeps one pixel (TN divides the invocation count: the host
+    // uses 16 x 16), so its coordinates are decoded once, above the k loop.
+    for (uint kk = tid / TN; kk < BK; kk += nthreads / TN) {
+      const int k = k0 + int(kk);
       float v = 0.0;
-      if (pix < npix && k < K) {
+      if (pix_ok && k < K) {
         const int ic = k / ksize, r = k % ksize;
-        const int ih = (pix / p.OW) * p.stride_h - p.pad_h + (r / p.KW) * p.dil_h;
-        const int iw = (pix % p.OW) * p.stride_w - p.pad_w + (r % p.KW) * p.dil_w;
+        const int ih = ih0 + (r / p.KW) * p.dil_h;
+        const int iw = iw0 + (r % p.KW) * p.dil_w;
         if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = in_data[in_base + (ic * p.H + ih) * p.W + iw];
       }
-      x_tile[kk][nn] = v;
+      x_tile[kk][my_nn] = v;
     }
     barrier();
     for (uint kk = 0; kk < BK; ++kk) {
