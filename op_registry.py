@@ -217,12 +217,6 @@ def _check_same_dtype(node: Node) -> Optional[str]:
     return None
 
 
-def _check_arg_reduce(node: Node) -> Optional[str]:
-    if fake_tensor(arg(node, "self")).dtype == torch.bool:
-        return "argmax/argmin of bool is not supported"
-    return None
-
-
 def _check_softplus(node: Node) -> Optional[str]:
     if arg(node, "beta") == 0:
         return "softplus beta must be nonzero"
@@ -844,6 +838,19 @@ def _arg_reduce_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
     return samples
 
 
+def _max_dim_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        return [
+            SampleCase("dim1_7x13", _Call(lambda x: tuple(fn(x, 1))), (_values(7, 13),)),
+            SampleCase("dim0_keepdim_ties", _Call(lambda x: tuple(fn(x, 0, True))), (_small_ints(33, 7).float(),)),
+            SampleCase("rank5_dim_minus2", _Call(lambda x: tuple(fn(x, -2))), (_edge(2, 3, 1, 11, 3),)),
+            SampleCase("int64_dim1", _Call(lambda x: tuple(fn(x, 1))), (_small_ints(7, 13),)),
+        ]
+
+    return samples
+
+
 @_seeded
 def _var_samples() -> List[SampleCase]:
     return _reduce_cases(lambda x, dim, keepdim: torch.var(x, dim, keepdim=keepdim), ints=False) + [
@@ -1114,10 +1121,16 @@ REGISTRY = OpRegistry(
                 check=_check_same_dtype, kind="reduction"),
         OpEntry("argmax", (aten.argmax.default,), _arg_reduce_samples(torch.argmax),
                 "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
-                "largest; int64 output stored as int32.", dtypes=NUMERIC, check=_check_arg_reduce, kind="reduction"),
+                "largest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
         OpEntry("argmin", (aten.argmin.default,), _arg_reduce_samples(torch.argmin),
                 "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
-                "smallest; int64 output stored as int32.", dtypes=NUMERIC, check=_check_arg_reduce, kind="reduction"),
+                "smallest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("max_dim", (aten.max.dim,), _max_dim_samples(torch.max),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("min_dim", (aten.min.dim,), _max_dim_samples(torch.min),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
         OpEntry("var", (aten.var.correction,), _var_samples,
                 "Over any dims (None: all), keepdim, any correction (std exports as var + sqrt); "
                 "two passes around the mean.", kind="reduction"),

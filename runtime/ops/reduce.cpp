@@ -1,4 +1,4 @@
-// Reductions over a set of dims: sum, mean, amax, amin, argmax, argmin, var.
+// Reductions over a set of dims: sum, mean, amax, amin, argmax, argmin, max.dim, min.dim, var.
 // The input is split into kept dims (one output element each) and reduced
 // dims; one workgroup reduces one output element (glsl/reduce.glsl).
 #include <variant>
@@ -135,6 +135,20 @@ VKD_REGISTER_OPS(register_reduce_ops) {
       IntList dims;
       if (!g.is_null(a.at(1))) dims.push_back(g.get_int(a.at(1)));
       add_reduce(g, a.at(0), a.back(), shader, dims, g.get_bool(a.at(2)));
+    });
+  }
+  // max.dim / min.dim(self, dim, keepdim=False) -> (values, indices): two reductions.
+  for (const char* op : {"max", "min"}) {
+    const std::string values_shader = std::string("reduce_a") + op;
+    const std::string indices_shader = std::string("reduce_arg") + op;
+    register_op(std::string("aten.") + op + ".dim", [=](ComputeGraph& g, const Args& a) {
+      const int in = a.at(0), values = a.at(3), indices = a.at(4);
+      require_same_dtype(g, {in, values});
+      if (g.tensor(indices).dtype != DType::Int64) g.fail("the indices must be int64");
+      const IntList dims{g.get_int(a.at(1))};
+      const bool keepdim = g.get_bool(a.at(2));
+      add_reduce(g, in, values, values_shader, dims, keepdim);
+      add_reduce(g, in, indices, indices_shader, dims, keepdim);
     });
   }
   // var.correction(self, dim=None, *, correction=None, keepdim=False); correction None means 1.
