@@ -903,7 +903,8 @@ REGISTRY = OpRegistry(
             _BINARY + " True division on float32.",
             check=_check_binary,
         ),
-        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu)), _ELEMENTWISE),
+        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
+                _ELEMENTWISE, dtypes=NUMERIC),
         OpEntry("sigmoid", (aten.sigmoid.default,), _seeded(lambda: _unary_cases(torch.sigmoid)), _ELEMENTWISE, kind="transcendental"),
         OpEntry("tanh", (aten.tanh.default,), _seeded(lambda: _unary_cases(torch.tanh)), _ELEMENTWISE, kind="transcendental"),
         OpEntry(
