@@ -1,7 +1,9 @@
-// dtype conversion between storage types: out = CONVERT(x). bool is stored as int 0/1.
+// dtype conversion: out = CONVERT(x). bool is stored as int 0/1; int32 <-> int64 and bool -> int
+// copy int32 storage (a view cannot change the dtype: the host converts by each tensor's dtype).
 // variant convert_f32_to_i32: IN_T=float OUT_T=int CONVERT(x)=int(x)
 // variant convert_i32_to_f32: IN_T=int OUT_T=float CONVERT(x)=float(x)
 // variant convert_f32_to_bool: IN_T=float OUT_T=int CONVERT(x)=(x!=0.0?1:0)
+// variant convert_i32_to_i32: IN_T=int OUT_T=int CONVERT(x)=x
 // variant convert_i32_to_bool: IN_T=int OUT_T=int CONVERT(x)=(x!=0?1:0)
 #version 450
 #extension GL_GOOGLE_include_directive : require

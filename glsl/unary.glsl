@@ -70,7 +70,7 @@ float gelu_tanh(float x) {
 }
 // clamp that keeps NaN, as torch.clamp does.
 float clamp_nan(float x) { return isnan(x) ? x : min(max(x, p.a), p.b); }
-float sign_nan(float x) { return isnan(x) ? x : sign(x); }
+float sign_nan(float x) { return isnan(x) ? 0.0 : sign(x); }  // torch: sign(NaN) = 0
 
 // GLSL leaves log and sqrt undefined outside their domains; torch (IEEE) does not.
 float safe_log(float x) {

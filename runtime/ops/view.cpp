@@ -1,5 +1,5 @@
 // Ops that only move data or relabel it. Views (reshape, squeeze, unsqueeze,
-// clone, copies within one storage type) share the input's storage: nothing in a delegate's
+// clone, same-dtype copies) share the input's storage: nothing in a delegate's
 // graph writes in place, so no copy is needed. permute gathers with strides.
 #include <functional>
 #include <optional>
@@ -62,8 +62,8 @@ struct ConvertParams {
   int32_t numel, pad0, pad1, pad2;
 };
 
-// _to_copy and _to_dim_order_copy: a view when the GPU storage stays the same
-// (same dtype; int32 <-> int64; bool -> any integer), else a conversion shader.
+// _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
+// shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
 void add_to_copy(ComputeGraph& g, int in, int out) {
   const DType from = g.tensor(in).dtype, to = g.tensor(out).dtype;
   auto supported = [](DType t) {
@@ -73,11 +73,11 @@ void add_to_copy(ComputeGraph& g, int in, int out) {
     g.fail(std::string("dtype conversion ") + dtype_name(from) + " -> " + dtype_name(to) +
            " is not supported");
   }
-  const bool to_bool = to == DType::Bool && from != DType::Bool;
-  if (storage_type(from) == storage_type(to) && !to_bool) {
+  if (from == to) {
     add_identity(g, in, out);
     return;
   }
+  const bool to_bool = to == DType::Bool;
   const std::string shader = std::string("convert_") + storage_suffix(from) + "_to_" +
                              (to_bool ? "bool" : storage_suffix(to));
   g.add_node(g.current_op(), shader, kLocal1D, {out, in}, [in, out](ComputeGraph& g, Node& node) {
