@@ -134,20 +134,92 @@ def _contiguous_layout(node: Node) -> Optional[str]:
 
 def _check_to_copy(node: Node) -> Optional[str]:
     dtype = arg(node, "dtype")
-    if dtype not in (None, torch.float32):
-        return f"conversion to {dtype} is not supported (only float32 copies)"
+    if dtype is not None and dtype not in ANY_DTYPE:
+        return f"conversion to {dtype} is not supported"
     return _contiguous_layout(node)
 
 
+def _dtype_names(dtypes) -> str:
+    return ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+
+
+def _tensor_dtypes(node: Node, outputs: bool = True) -> set:
+    vals = [fake_tensor(item) for item in node_inputs(node)] + (output_tensors(node) if outputs else [])
+    return {val.dtype for val in vals if val is not None}
+
+
+def _scalar_args(node: Node) -> List[object]:
+    """The Scalar-typed arguments of node (numbers, not tensors)."""
+    return [arg(node, a.name) for a in node.target._schema.arguments
+            if str(a.type) in ("number", "Optional[number]")]
+
+
+def _check_int_scalars(node: Node, dtypes: set) -> Optional[str]:
+    """Scalars with integer tensors must be integers: the runtime has no type promotion."""
+    if dtypes & {torch.int32, torch.int64, torch.bool}:
+        for value in _scalar_args(node):
+            if value is not None and not isinstance(value, (bool, int)):
+                return f"a non-integer scalar ({value}) with an integer tensor is not supported"
+    return None
+
+
 def _check_binary(node: Node) -> Optional[str]:
-    """Tensor operands and output of one dtype (no type promotion); .Scalar overloads on float32."""
-    dtypes = {val.dtype for val in [fake_tensor(item) for item in node_inputs(node)] + output_tensors(node)
-              if val is not None}
+    """Tensor operands and output of one dtype (no type promotion); integer scalars with integer tensors."""
+    dtypes = _tensor_dtypes(node)
     if len(dtypes) > 1:
-        names = ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
-        return f"mixed dtypes ({names}) are not supported"
-    if op_name(node.target).endswith(".Scalar") and dtypes != {torch.float32}:
-        return "the .Scalar overload is supported for float32 only"
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return _check_int_scalars(node, dtypes)
+
+
+def _check_compare(node: Node) -> Optional[str]:
+    """Operands of one dtype, bool output."""
+    dtypes = _tensor_dtypes(node, outputs=False)
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    if any(val.dtype != torch.bool for val in output_tensors(node)):
+        return "the output must be bool"
+    return _check_int_scalars(node, dtypes)
+
+
+def _check_div(node: Node) -> Optional[str]:
+    if "rounding_mode" in {a.name for a in node.target._schema.arguments}:
+        mode = arg(node, "rounding_mode")
+        if mode not in (None, "trunc", "floor"):
+            return f"rounding_mode {mode!r} is not supported"
+        if mode is None and _tensor_dtypes(node) != {torch.float32}:
+            return "true division is supported for float32 only"
+    return _check_binary(node)
+
+
+def _check_where(node: Node) -> Optional[str]:
+    condition = fake_tensor(arg(node, "condition"))
+    if condition is None or condition.dtype != torch.bool:
+        return "the condition must be a bool tensor"
+    dtypes = {val.dtype for val in [fake_tensor(arg(node, "self")), fake_tensor(arg(node, "other"))]
+              + output_tensors(node) if val is not None}
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_sum(node: Node) -> Optional[str]:
+    """Integer and bool sums give int64 (stored as int32 like the input); no float <-> int conversion."""
+    dtypes = _tensor_dtypes(node)
+    if torch.float32 in dtypes and len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_same_dtype(node: Node) -> Optional[str]:
+    dtypes = _tensor_dtypes(node)
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_softplus(node: Node) -> Optional[str]:
+    if arg(node, "beta") == 0:
+        return "softplus beta must be nonzero"
     return None
 
 
@@ -159,9 +231,10 @@ def _check_gelu(node: Node) -> Optional[str]:
 
 
 def _check_clamp(node: Node) -> Optional[str]:
-    if arg(node, "min") is None and arg(node, "max") is None:
+    argument_names = {argument.name for argument in node.target._schema.arguments}
+    if "min" in argument_names and arg(node, "min") is None and arg(node, "max") is None:
         return "clamp needs min or max"
-    return None
+    return _check_binary(node)
 
 
 def _check_softmax(node: Node) -> Optional[str]:
@@ -525,6 +598,290 @@ def _alias_copy_samples() -> List[SampleCase]:
 
 
 # ----------------------------------------------------------------------------
+# Elementwise family samples: math, activations, comparisons, logical and bitwise
+# ops, where, reductions, dtype conversions.
+
+
+def _edge(*sizes: int, nan: bool = True) -> torch.Tensor:
+    """_wide values with +-inf, -0.0 and (optionally) NaN mixed in."""
+    values = _wide(*sizes)
+    flat = values.view(-1)
+    flat[3::11] = float("inf")
+    flat[4::11] = float("-inf")
+    flat[6::11] = -0.0
+    if nan:
+        flat[8::11] = float("nan")
+    return values
+
+
+def _positive(*sizes: int) -> torch.Tensor:
+    """Magnitudes in [0.01, 10): inputs inside the domain of log, sqrt, rsqrt."""
+    return torch.rand(sizes) * 10.0 + 0.01
+
+
+def _bools(*sizes: int) -> torch.Tensor:
+    return torch.rand(sizes) < 0.5
+
+
+def _small_ints(*sizes: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """Few distinct values: ties for comparisons and argmax."""
+    return torch.randint(-3, 4, sizes, dtype=dtype)
+
+
+def _math_cases(fn: Callable, domain: Callable = _values, edge: bool = True, nan: bool = True) -> List[SampleCase]:
+    cases = [
+        SampleCase("odd_7x13x33", _Call(fn), (domain(7, 13, 33),)),
+        SampleCase("size1_1x1x9", _Call(fn), (domain(1, 1, 9),)),
+        SampleCase("rank8", _Call(fn), (domain(2, 1, 2, 1, 3, 1, 2, 3),)),
+        SampleCase("rank0", _Call(fn), (domain(),)),
+        SampleCase("wide_13x33", _Call(fn), (_wide(13, 33),)),
+    ]
+    if edge:
+        cases.append(SampleCase("edge_values_9x11", _Call(fn), (_edge(9, 11, nan=nan),)))
+    return cases
+
+
+def _int_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("int64_7x13", _Call(fn), (_ints(7, 13),)),
+        SampleCase("int32_rank5", _Call(fn), (_ints(2, 3, 1, 5, 3, dtype=torch.int32),)),
+    ]
+
+
+@_seeded
+def _div_mode_samples() -> List[SampleCase]:
+    def div(mode):
+        return lambda a, b: torch.div(a, b, rounding_mode=mode)
+
+    def nonzero_ints(*sizes):
+        values = _ints(*sizes)
+        return torch.where(values == 0, torch.ones_like(values), values)
+
+    return [
+        SampleCase("floor_7x13", _Call(div("floor")), (_values(7, 13, scale=10.0), _nonzero(7, 13))),
+        SampleCase("trunc_broadcast", _Call(div("trunc")), (_values(5, 1, 7, scale=10.0), _nonzero(3, 1))),
+        SampleCase("floor_int64", _Call(div("floor")), (_ints(7, 13), nonzero_ints(7, 13))),
+        SampleCase("trunc_int32_broadcast", _Call(div("trunc")),
+                   (_ints(2, 3, 5, dtype=torch.int32), nonzero_ints(5).to(torch.int32))),
+        SampleCase("floor_operator_int", _Call(lambda a, b: a // b), (_ints(33), nonzero_ints(33))),
+        SampleCase("floor_by_zero", _Call(div("floor")), (_values(13), torch.zeros(13))),
+        SampleCase("none_mode", _Call(div(None)), (_values(7, 13), _nonzero(7, 13))),
+    ]
+
+
+@_seeded
+def _pow_samples() -> List[SampleCase]:
+    special = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, float("inf"), float("-inf"), float("nan"), 3.0])
+    return [
+        SampleCase("tensor_positive_base", _Call(torch.pow), (_positive(7, 13), _values(7, 13))),
+        SampleCase("tensor_broadcast_int_exponents", _Call(torch.pow),
+                   (_values(5, 1, 7), torch.randint(-3, 4, (3, 1)).float())),
+        SampleCase("tensor_special_pairs", _Call(torch.pow),
+                   (special.view(11, 1), special.view(1, 11))),
+        SampleCase("tensor_negative_base_fraction", _Call(torch.pow), (_values(33), torch.full((33,), 0.5))),
+        SampleCase("square", _Call(lambda x: x ** 2), (_wide(7, 13),)),
+        SampleCase("cube_rank5", _Call(lambda x: x ** 3), (_values(2, 3, 1, 5, 3),)),
+        SampleCase("half_power", _Call(lambda x: torch.pow(x, 0.5)), (_values(7, 13),)),
+        SampleCase("negative_power", _Call(lambda x: torch.pow(x, -1.5)), (_positive(7, 13),)),
+        SampleCase("scalar_base", _Call(lambda x: torch.pow(2.0, x)), (_values(7, 13, scale=4.0),)),
+        SampleCase("scalar_base_edge", _Call(lambda x: torch.pow(2.0, x)), (_edge(9, 11),)),
+        SampleCase("int64_tensor", _Call(torch.pow), (_small_ints(7, 13), torch.randint(0, 5, (7, 13)))),
+        SampleCase("int64_square", _Call(lambda x: x ** 2), (_ints(7, 13),)),
+    ]
+
+
+def _minmax_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("odd_7x13", _Call(fn), (_values(7, 13), _values(7, 13))),
+        SampleCase("broadcast_5x1x7_3x1", _Call(fn), (_values(5, 1, 7), _values(3, 1))),
+        SampleCase("rank8", _Call(fn), (_values(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3))),
+        SampleCase("edge_values", _Call(fn), (_edge(9, 11), _edge(9, 11).flip(0))),
+        SampleCase("int64_broadcast", _Call(fn), (_ints(5, 1, 7), _ints(3, 1))),
+        SampleCase("constant_rhs", _Call(fn, _values(13)), (_values(7, 13),)),
+    ]
+
+
+def _compare_cases(fn: Callable) -> List[SampleCase]:
+    ties = _small_ints(7, 13).float()
+    return [
+        SampleCase("ties_7x13", _Call(fn), (ties, _small_ints(7, 13).float())),
+        SampleCase("broadcast_5x1x7_3x1", _Call(fn), (_small_ints(5, 1, 7).float(), _small_ints(3, 1).float())),
+        SampleCase("rank8", _Call(fn), (_values(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3))),
+        SampleCase("edge_values", _Call(fn), (_edge(9, 11), _edge(9, 11).flip(1))),
+        SampleCase("int64_ties", _Call(fn), (_small_ints(7, 13), _small_ints(13))),
+        SampleCase("int32", _Call(fn), (_small_ints(33, dtype=torch.int32), _small_ints(33, dtype=torch.int32))),
+        SampleCase("bool", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+        SampleCase("scalar_float", _Call(lambda x: fn(x, 0.5)), (_edge(9, 11),)),
+        SampleCase("scalar_zero", _Call(lambda x: fn(x, 0)), (_small_ints(7, 13).float(),)),
+        SampleCase("scalar_int64", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13),)),
+    ]
+
+
+def _logical_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("bool_7x13", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+        SampleCase("bool_broadcast", _Call(fn), (_bools(5, 1, 7), _bools(3, 1))),
+        SampleCase("float_with_zeros", _Call(fn), (_small_ints(7, 13).float(), _edge(7, 13))),
+        SampleCase("int64", _Call(fn), (_small_ints(33), _small_ints(33))),
+    ]
+
+
+def _bitwise_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("int64_7x13", _Call(fn), (_ints(7, 13), _ints(7, 13))),
+        SampleCase("int32_broadcast", _Call(fn), (_ints(5, 1, 7, dtype=torch.int32), _ints(3, 1, dtype=torch.int32))),
+        SampleCase("bool", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+    ]
+
+
+def _not_samples(fn: Callable, floats: bool) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        cases = [
+            SampleCase("bool_7x13", _Call(fn), (_bools(7, 13),)),
+            SampleCase("int64_rank5", _Call(fn), (_small_ints(2, 3, 1, 5, 3),)),
+            SampleCase("int32", _Call(fn), (_ints(33, dtype=torch.int32),)),
+        ]
+        if floats:
+            cases.append(SampleCase("float_edge", _Call(fn), (_edge(9, 11),)))
+        return cases
+
+    return samples
+
+
+@_seeded
+def _where_samples() -> List[SampleCase]:
+    return [
+        SampleCase("same_shape_7x13", _Call(torch.where), (_bools(7, 13), _values(7, 13), _values(7, 13))),
+        SampleCase("broadcast_all_three", _Call(torch.where), (_bools(5, 1, 7), _values(3, 1), _values(1, 5, 1, 1))),
+        SampleCase("from_comparison", _Call(lambda x, y: torch.where(x > y, x, y)), (_edge(9, 11), _values(11))),
+        SampleCase("rank8", _Call(torch.where), (_bools(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3), _values(3))),
+        SampleCase("int64", _Call(torch.where), (_bools(7, 13), _ints(7, 13), _ints(13))),
+        SampleCase("bool_values", _Call(torch.where), (_bools(33), _bools(33), _bools(1))),
+        SampleCase("constant_other", _Call(torch.where, _values(13)), (_bools(7, 13), _values(7, 13))),
+    ]
+
+
+@_seeded
+def _clamp_int_samples() -> List[SampleCase]:
+    return [
+        SampleCase("int64_min_max", _Call(lambda x: torch.clamp(x, -100, 100)), (_ints(7, 13),)),
+        SampleCase("int32_min_only", _Call(lambda x: torch.clamp(x, min=0)), (_ints(33, dtype=torch.int32),)),
+        SampleCase("int64_max_only", _Call(lambda x: torch.clamp(x, max=-5)), (_ints(2, 3, 1, 5),)),
+        SampleCase("float_edge", _Call(lambda x: torch.clamp(x, -1.0, 1.0)), (_edge(9, 11),)),
+    ]
+
+
+def _reduce_cases(fn: Callable, ints: bool = True) -> List[SampleCase]:
+    cases = [
+        SampleCase("all_dims_7x13", _Call(lambda x: fn(x, None, False)), (_values(7, 13),)),
+        SampleCase("dim_last_keepdim", _Call(lambda x: fn(x, -1, True)), (_values(7, 13, 33),)),
+        SampleCase("dim0", _Call(lambda x: fn(x, 0, False)), (_values(33, 7),)),
+        SampleCase("dims_0_2_rank4", _Call(lambda x: fn(x, (0, 2), False)), (_values(3, 5, 7, 2),)),
+        SampleCase("dims_1_3_keepdim", _Call(lambda x: fn(x, (1, 3), True)), (_values(2, 5, 3, 7),)),
+        SampleCase("rank8_dims_1_4_7", _Call(lambda x: fn(x, (1, 4, 7), False)), (_values(2, 3, 1, 2, 3, 1, 2, 3),)),
+        SampleCase("size1_dim", _Call(lambda x: fn(x, 1, False)), (_values(7, 1, 13),)),
+        SampleCase("long_row_1x1031", _Call(lambda x: fn(x, 1, False)), (_wide(2, 1031),)),
+        SampleCase("rank0", _Call(lambda x: fn(x, None, False)), (_values(),)),
+        SampleCase("edge_values", _Call(lambda x: fn(x, 1, False)), (_edge(9, 11),)),
+    ]
+    if ints:
+        cases += [
+            SampleCase("int64_dim1", _Call(lambda x: fn(x, 1, False)), (_ints(7, 13),)),
+            SampleCase("int32_all", _Call(lambda x: fn(x, None, True)), (_ints(5, 7, dtype=torch.int32),)),
+        ]
+    return cases
+
+
+def _dims_or_all(dim):
+    return [] if dim is None else dim
+
+
+@_seeded
+def _sum_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.sum(x, _dims_or_all(dim), keepdim)) + [
+        SampleCase("bool_count", _Call(lambda x: x.sum(0)), (_bools(7, 13),)),
+        SampleCase("no_dim_arg", _Call(torch.sum), (_values(5, 9),)),
+    ]
+
+
+@_seeded
+def _mean_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.mean(x, _dims_or_all(dim), keepdim), ints=False) + [
+        SampleCase("no_dim_arg", _Call(torch.mean), (_values(5, 9),)),
+    ]
+
+
+def _minmax_reduce_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        return _reduce_cases(lambda x, dim, keepdim: fn(x, _dims_or_all(dim), keepdim)) + [
+            SampleCase("ties_float", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13).float(),)),
+        ]
+
+    return samples
+
+
+def _arg_reduce_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        def on_dim(x, dim, keepdim):
+            return fn(x, dim[0] if isinstance(dim, tuple) else dim, keepdim)
+
+        cases = [case for case in _reduce_cases(on_dim) if "dims_" not in case.case_id]
+        return cases + [
+            SampleCase("ties_float_dim1", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13).float(),)),
+            SampleCase("ties_int64_dim0", _Call(lambda x: fn(x, 0)), (_small_ints(33, 7),)),
+            SampleCase("ties_flattened", _Call(lambda x: fn(x)), (_small_ints(5, 9).float(),)),
+            SampleCase("all_nan_and_inf", _Call(lambda x: fn(x, 0)),
+                       (torch.tensor([[float("nan"), float("inf")], [float("nan"), float("-inf")]]),)),
+        ]
+
+    return samples
+
+
+def _max_dim_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        return [
+            SampleCase("dim1_7x13", _Call(lambda x: tuple(fn(x, 1))), (_values(7, 13),)),
+            SampleCase("dim0_keepdim_ties", _Call(lambda x: tuple(fn(x, 0, True))), (_small_ints(33, 7).float(),)),
+            SampleCase("rank5_dim_minus2", _Call(lambda x: tuple(fn(x, -2))), (_edge(2, 3, 1, 11, 3),)),
+            SampleCase("int64_dim1", _Call(lambda x: tuple(fn(x, 1))), (_small_ints(7, 13),)),
+        ]
+
+    return samples
+
+
+@_seeded
+def _var_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.var(x, dim, keepdim=keepdim), ints=False) + [
+        SampleCase("correction_0", _Call(lambda x: torch.var(x, 1, correction=0)), (_values(7, 13),)),
+        SampleCase("std_dim1", _Call(lambda x: torch.std(x, 1)), (_values(7, 13),)),
+        SampleCase("single_element_rows", _Call(lambda x: torch.var(x, 1)), (_values(7, 1),)),
+    ]
+
+
+@_seeded
+def _convert_samples() -> List[SampleCase]:
+    def to(dtype):
+        return lambda x: x.to(dtype)
+
+    return [
+        SampleCase("float_to_int64", _Call(to(torch.int64)), (_values(7, 13, scale=100.0),)),
+        SampleCase("float_to_int32_rank5", _Call(to(torch.int32)), (_values(2, 3, 1, 5, 3, scale=50.0),)),
+        SampleCase("float_to_bool", _Call(to(torch.bool)), (_edge(9, 11),)),
+        SampleCase("int64_to_float", _Call(to(torch.float32)), (_ints(7, 13),)),
+        SampleCase("int64_to_int32", _Call(to(torch.int32)), (_ints(7, 13),)),
+        SampleCase("int32_to_int64", _Call(to(torch.int64)), (_ints(33, dtype=torch.int32),)),
+        SampleCase("int64_to_bool", _Call(to(torch.bool)), (_small_ints(7, 13),)),
+        SampleCase("bool_to_float", _Call(to(torch.float32)), (_bools(7, 13),)),
+        SampleCase("bool_to_int64", _Call(to(torch.int64)), (_bools(1, 9, 1),)),
+        SampleCase("mask_arithmetic", _Call(lambda x: x * (x > 0).float()), (_values(7, 13),)),
+    ]
+
+
+# ----------------------------------------------------------------------------
 # cnn family: convolution, pooling, upsampling, normalization, cat
 
 
@@ -798,10 +1155,11 @@ REGISTRY = OpRegistry(
             "div",
             (aten.div.Tensor, aten.div.Scalar),
             _div_samples,
-            _BINARY + " True division only (no rounding_mode).",
+            _BINARY + " True division on float32.",
             check=_check_binary,
         ),
-        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu)), _ELEMENTWISE),
+        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
+                _ELEMENTWISE, dtypes=NUMERIC),
         OpEntry("sigmoid", (aten.sigmoid.default,), _seeded(lambda: _unary_cases(torch.sigmoid)), _ELEMENTWISE, kind="transcendental"),
         OpEntry("tanh", (aten.tanh.default,), _seeded(lambda: _unary_cases(torch.tanh)), _ELEMENTWISE, kind="transcendental"),
         OpEntry(
@@ -815,11 +1173,12 @@ REGISTRY = OpRegistry(
         OpEntry(
             "clamp",
             (aten.clamp.default,),
-            _clamp_samples,
-            _ELEMENTWISE + " min, max or both; int or float bounds.",
+            lambda: _clamp_samples() + _clamp_int_samples(),
+            _ELEMENTWISE + " min, max or both; int or float bounds on float32, int bounds on integer tensors.",
+            dtypes=NUMERIC,
             check=_check_clamp,
         ),
-        OpEntry("hardtanh", (aten.hardtanh.default,), _hardtanh_samples, _ELEMENTWISE),
+        OpEntry("hardtanh", (aten.hardtanh.default,), _hardtanh_samples, _ELEMENTWISE, check=_check_clamp),
         OpEntry("mm", (aten.mm.default,), _mm_samples, "2-D x 2-D.", kind="matmul"),
         OpEntry("addmm", (aten.addmm.default,), _addmm_samples, "beta * self + alpha * (mat1 @ mat2); self broadcasts.", kind="matmul"),
         OpEntry(
@@ -897,12 +1256,140 @@ REGISTRY = OpRegistry(
         OpEntry(
             "to_copy",
             (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
-            _to_copy_samples,
-            "float32 to float32 copies with contiguous dim order (ExecuTorch usually removes them); "
-            "conversions of constants of any dtype, which preprocess folds.",
+            lambda: _to_copy_samples() + _convert_samples(),
+            "Conversions between float32, int32, int64 and bool with contiguous dim order (float to int "
+            "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
             check=_check_to_copy,
         ),
         OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        # --- elementwise family: math, activations, comparisons, logical/bitwise, where,
+        # reductions (dtype conversions are the to_copy entry above) ---
+        OpEntry("div_rounding", (aten.div.Tensor_mode,), _div_mode_samples,
+                _BINARY + " rounding_mode 'trunc' and 'floor' on float32 and integers (as torch, floor division "
+                "by 0 gives inf/NaN on floats); None (true division) on float32.",
+                dtypes=NUMERIC, check=_check_div),
+        OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar), _pow_samples,
+                _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
+                "(negative integer exponents of integers give 0 unless the base is +-1).",
+                dtypes=NUMERIC, check=_check_binary, kind="transcendental"),
+        OpEntry("minimum", (aten.minimum.default,), _seeded(lambda: _minmax_cases(torch.minimum)),
+                _BINARY + " NaN propagates.", dtypes=NUMERIC, check=_check_binary),
+        OpEntry("maximum", (aten.maximum.default,), _seeded(lambda: _minmax_cases(torch.maximum)),
+                _BINARY + " NaN propagates.", dtypes=NUMERIC, check=_check_binary),
+        OpEntry("where", (aten.where.self,), _where_samples,
+                "Broadcasts condition, self and other; bool condition; self and other of one dtype." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_where),
+        OpEntry("comparison",
+                tuple(getattr(aten, op).Tensor for op in ("eq", "ne", "lt", "le", "gt", "ge"))
+                + tuple(getattr(aten, op).Scalar for op in ("eq", "ne", "lt", "le", "gt", "ge")),
+                _seeded(lambda: [case for fn in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
+                                 for case in _compare_cases(fn)
+                                 if fn in (torch.eq, torch.lt) or "scalar" in case.case_id]),
+                "eq, ne, lt, le, gt, ge: .Tensor with broadcasting and .Scalar; operands of one dtype, bool "
+                "output; integer scalars with integer tensors." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_compare),
+        OpEntry("logical",
+                (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default),
+                _seeded(lambda: [case for fn in (torch.logical_and, torch.logical_or, torch.logical_xor)
+                                 for case in _logical_cases(fn)]),
+                "Broadcasting; operands of one dtype (nonzero is true), bool output." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_compare),
+        OpEntry("logical_not", (aten.logical_not.default,), _not_samples(torch.logical_not, floats=True),
+                _ELEMENTWISE + " bool output." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry("bitwise",
+                (aten.bitwise_and.Tensor, aten.bitwise_or.Tensor, aten.bitwise_xor.Tensor),
+                _seeded(lambda: [case for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor)
+                                 for case in _bitwise_cases(fn)]),
+                "and, or, xor with broadcasting on integer and bool tensors of one dtype." + _INT_STORAGE,
+                dtypes=frozenset({torch.int32, torch.int64, torch.bool}), check=_check_binary),
+        OpEntry("bitwise_not", (aten.bitwise_not.default,), _not_samples(torch.bitwise_not, floats=False),
+                _ELEMENTWISE + " integer and bool tensors." + _INT_STORAGE,
+                dtypes=frozenset({torch.int32, torch.int64, torch.bool})),
+        OpEntry("neg", (aten.neg.default,),
+                _seeded(lambda: _math_cases(torch.neg) + _int_cases(torch.neg)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("abs", (aten.abs.default,),
+                _seeded(lambda: _math_cases(torch.abs) + _int_cases(torch.abs)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("sign", (aten.sign.default,),
+                _seeded(lambda: _math_cases(torch.sign) + _int_cases(torch.sign)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("exp", (aten.exp.default,), _seeded(lambda: _math_cases(torch.exp)), _ELEMENTWISE,
+                kind="transcendental"),
+        OpEntry("log", (aten.log.default,), _seeded(lambda: _math_cases(torch.log, _positive)),
+                _ELEMENTWISE + " log(0) = -inf, log(x < 0) = NaN.", kind="transcendental"),
+        OpEntry("log10", (aten.log10.default,), _seeded(lambda: _math_cases(torch.log10, _positive)),
+                _ELEMENTWISE, kind="transcendental"),
+        OpEntry("sqrt", (aten.sqrt.default,), _seeded(lambda: _math_cases(torch.sqrt, _positive)),
+                _ELEMENTWISE + " sqrt(x < 0) = NaN.", kind="transcendental"),
+        OpEntry("rsqrt", (aten.rsqrt.default,), _seeded(lambda: _math_cases(torch.rsqrt, _positive)),
+                _ELEMENTWISE + " rsqrt(0) = inf.", kind="transcendental"),
+        OpEntry("reciprocal", (aten.reciprocal.default,), _seeded(lambda: _math_cases(torch.reciprocal, _nonzero)),
+                _ELEMENTWISE, kind="transcendental"),
+        OpEntry("sin", (aten.sin.default,), _seeded(lambda: _math_cases(torch.sin)),
+                _ELEMENTWISE + " The device's sin (accuracy as the Vulkan driver gives).", kind="transcendental"),
+        OpEntry("cos", (aten.cos.default,), _seeded(lambda: _math_cases(torch.cos)),
+                _ELEMENTWISE + " The device's cos (accuracy as the Vulkan driver gives).", kind="transcendental"),
+        OpEntry("round", (aten.round.default,),
+                _seeded(lambda: _math_cases(torch.round) + [
+                    SampleCase("halves", _Call(torch.round), (torch.arange(-10, 11) * 0.5,))]),
+                _ELEMENTWISE + " Halves to even, as torch; decimals=0 only."),
+        OpEntry("erf", (aten.erf.default,), _seeded(lambda: _math_cases(torch.erf)),
+                _ELEMENTWISE + " |error| < 1.2e-7.", kind="transcendental"),
+        OpEntry("silu", (aten.silu.default,), _seeded(lambda: _math_cases(torch.nn.functional.silu)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True, kind="transcendental"),
+        OpEntry("hardswish", (aten.hardswish.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardswish, nan=False)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("hardsigmoid", (aten.hardsigmoid.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardsigmoid, nan=False)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("hardshrink", (aten.hardshrink.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardshrink)
+                        + [SampleCase("lambda_1.5", _Call(lambda x: torch.nn.functional.hardshrink(x, 1.5)),
+                                      (_values(7, 13, scale=2.0),))]),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("leaky_relu", (aten.leaky_relu.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.leaky_relu)
+                        + [SampleCase("slope_0.2", _Call(lambda x: torch.nn.functional.leaky_relu(x, 0.2)),
+                                      (_values(7, 13),))]),
+                _ELEMENTWISE, keep_undecomposed=True),
+        OpEntry("softplus", (aten.softplus.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.softplus)
+                        + [SampleCase("beta2_threshold5",
+                                      _Call(lambda x: torch.nn.functional.softplus(x, 2.0, 5.0)), (_wide(7, 13),))]),
+                _ELEMENTWISE + " beta (nonzero) and threshold; kept from decomposition.",
+                check=_check_softplus, keep_undecomposed=True, kind="transcendental"),
+        OpEntry("elu", (aten.elu.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.elu)
+                        + [SampleCase("alpha_scale_input_scale",
+                                      _Call(lambda x: torch.ops.aten.elu(x, 0.5, 1.5, 2.0)), (_values(7, 13),))]),
+                _ELEMENTWISE + " alpha, scale, input_scale.", keep_undecomposed=True, kind="transcendental"),
+        OpEntry("sum", (aten.sum.dim_IntList,), _sum_samples,
+                "Over any dims (an empty list: all), keepdim; float32, or integers/bool giving int64; "
+                "no dtype conversion." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_sum, kind="reduction"),
+        OpEntry("mean", (aten.mean.dim, aten.mean.default), _mean_samples,
+                "Over any dims (an empty list: all), keepdim; float32.", check=_check_same_dtype, kind="reduction"),
+        OpEntry("amax", (aten.amax.default,), _minmax_reduce_samples(torch.amax),
+                "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
+                check=_check_same_dtype, kind="reduction"),
+        OpEntry("amin", (aten.amin.default,), _minmax_reduce_samples(torch.amin),
+                "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
+                check=_check_same_dtype, kind="reduction"),
+        OpEntry("argmax", (aten.argmax.default,), _arg_reduce_samples(torch.argmax),
+                "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
+                "largest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("argmin", (aten.argmin.default,), _arg_reduce_samples(torch.argmin),
+                "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
+                "smallest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("max_dim", (aten.max.dim,), _max_dim_samples(torch.max),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("min_dim", (aten.min.dim,), _max_dim_samples(torch.min),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("var", (aten.var.correction,), _var_samples,
+                "Over any dims (None: all), keepdim, any correction (std exports as var + sqrt); "
+                "two passes around the mean.", kind="reduction"),
         # ---- cnn family: convolution, pooling, upsampling, normalization, cat
         OpEntry("cat", (aten.cat.default,), _cat_samples,
                 "Any dim, any number of inputs, ranks 1-8; inputs of the output's dtype." + _INT_STORAGE,

@@ -58,11 +58,34 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
   if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
 }
 
-void require_no_conversion(ComputeGraph& g, int in, int out) {
-  if (g.tensor(in).dtype != g.tensor(out).dtype) {
-    g.fail(std::string("dtype conversion ") + dtype_name(g.tensor(in).dtype) + " -> " +
-           dtype_name(g.tensor(out).dtype) + " is not supported");
+struct ConvertParams {
+  int32_t numel, pad0, pad1, pad2;
+};
+
+// _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
+// shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
+void add_to_copy(ComputeGraph& g, int in, int out) {
+  const DType from = g.tensor(in).dtype, to = g.tensor(out).dtype;
+  auto supported = [](DType t) {
+    return t == DType::Float32 || t == DType::Int32 || t == DType::Int64 || t == DType::Bool;
+  };
+  if (!supported(from) || !supported(to)) {
+    g.fail(std::string("dtype conversion ") + dtype_name(from) + " -> " + dtype_name(to) +
+           " is not supported");
   }
+  if (from == to) {
+    add_identity(g, in, out);
+    return;
+  }
+  const bool to_bool = to == DType::Bool;
+  const std::string shader = std::string("convert_") + storage_suffix(from) + "_to_" +
+                             (to_bool ? "bool" : storage_suffix(to));
+  g.add_node(g.current_op(), shader, kLocal1D, {out, in}, [in, out](ComputeGraph& g, Node& node) {
+    Tensor& o = g.tensor(out);
+    o.sizes = g.tensor(in).sizes;
+    node.set_params(ConvertParams{static_cast<int32_t>(o.numel()), 0, 0, 0});
+    node.set_groups_1d(o.numel(), kLocal1D[0]);
+  });
 }
 
 struct StridedCopyParams {
@@ -261,13 +284,11 @@ VKD_REGISTER_OPS(register_view_ops) {
   // _to_dim_order_copy(self, *, dtype, layout, device, pin_memory, non_blocking, dim_order)
   register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     require_contiguous_dim_order(g, a.at(6), g.tensor(a.at(0)).dim());
-    require_no_conversion(g, a.at(0), a.back());
-    add_identity(g, a.at(0), a.back());
+    add_to_copy(g, a.at(0), a.back());
   });
   // _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format)
   register_op("aten._to_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    require_no_conversion(g, a.at(0), a.back());
-    add_identity(g, a.at(0), a.back());
+    add_to_copy(g, a.at(0), a.back());
   });
   // permute_copy(self, dims)
   register_op("aten.permute_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
