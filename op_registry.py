@@ -682,6 +682,19 @@ def _pad_samples() -> List[SampleCase]:
 
 
 @_seeded
+def _roll_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_by_2", _Call(lambda x: x.roll(2, 1)), (_values(3, 7),)),
+        SampleCase("flat_by_-3", _Call(lambda x: x.roll(-3)), (_values(5, 4),)),
+        SampleCase("two_dims", _Call(lambda x: x.roll((1, -2), (0, 2))), (_values(3, 2, 5),)),
+        SampleCase("shift_beyond_size", _Call(lambda x: x.roll(15, -1)), (_values(2, 1, 13),)),
+        SampleCase("same_dim_twice_rank8", _Call(lambda x: x.roll((1, 2), (3, 3))), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.roll(1, 0)), (_ints(4, 3),)),
+        SampleCase("bool", _Call(lambda x: x.roll(-1, 1)), (_bools(3, 4),)),
+    ]
+
+
+@_seeded
 def _unfold_samples() -> List[SampleCase]:
     return [
         SampleCase("size3_step2_last", _Call(lambda x: x.unfold(-1, 3, 2)), (_values(2, 5, 13),)),
@@ -702,10 +715,6 @@ def _index_select_samples() -> List[SampleCase]:
         SampleCase("int32_index", _Call(lambda x, i: x.index_select(0, i)), (_values(9, 3), torch.tensor([8, 1, 4], dtype=torch.int32))),
         SampleCase("int64_values", _Call(lambda x, i: x.index_select(1, i)), (_ints(4, 6), torch.tensor([5, 0]))),
         SampleCase("constant_index", _Call(lambda x, i: x.index_select(1, i), torch.tensor([1, 1, 0])), (_values(3, 2),)),
-        # roll exports to index_select with a constant (folded) index.
-        SampleCase("roll_dim1", _Call(lambda x: x.roll(2, 1)), (_values(3, 7),)),
-        SampleCase("roll_flat", _Call(lambda x: x.roll(-3)), (_values(5, 4),)),
-        SampleCase("roll_two_dims", _Call(lambda x: x.roll((1, -2), (0, 2))), (_values(3, 2, 5),)),
     ]
 
 
@@ -974,14 +983,16 @@ REGISTRY = OpRegistry(
             "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit int32." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
         ),
+        OpEntry("roll", (aten.roll.default,), _roll_samples,
+                "Kept from decomposition (which needs fmod); any dims, or flattened without dims." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, keep_undecomposed=True),
         OpEntry("unfold_copy", (aten.unfold_copy.default,), _unfold_samples,
                 "Tensor.unfold; input rank 1-7." + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_unfold),
         OpEntry(
             "index_select",
             (aten.index_select.default,),
             _index_select_samples,
-            "int32/int64 0-d or 1-D index; negative indices count from the end; also what roll exports to "
-            "(with a constant index)." + _INT_STORAGE,
+            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_index_select,
         ),

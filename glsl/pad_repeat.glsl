@@ -4,7 +4,8 @@
 // Each output coordinate maps to an input coordinate per dim:
 //   constant_pad_nd: c - before[d], and outside the input the fill value
 //                    (a negative `before` crops);
-//   repeat:          c % in_size[d] (the input aligned to the right of the output).
+//   repeat and roll: (c - shift[d]) mod in_size[d], with the input aligned to
+//                    the right of the output (the host gives shift in [0, in_size)).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -15,7 +16,7 @@ layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) uniform Params {
   ivec4 out_sizes[2];
   ivec4 in_sizes[2];  // the input's sizes, left-padded with 1 to the output's rank
-  ivec4 before[2];
+  ivec4 before[2];    // pad: the pad before each dim; repeat/roll: the shift
   int numel;
   int rank;
   float fvalue;
@@ -44,7 +45,7 @@ void main() {
       return;
     }
 #else
-    const int ic = c % n;
+    const int ic = (c + n - DIM(p.before, d)) % n;
 #endif
     offset += ic * stride;
     stride *= n;

@@ -284,6 +284,41 @@ void add_repeat(ComputeGraph& g, const std::vector<int>& a) {
              });
 }
 
+// roll(self, shifts, dims): out[c] = in[(c - shift) mod size] along each dim;
+// without dims, over the flattened tensor.
+void add_roll(ComputeGraph& g, const std::vector<int>& a) {
+  const int in = a.at(0), out = a.back();
+  require_same_dtype(g, {in, out});
+  const IntList shifts = g.get_int_list(a.at(1));
+  const IntList dims = g.get_int_list(a.at(2));
+  if (dims.empty() ? shifts.size() != 1 : shifts.size() != dims.size()) {
+    g.fail("roll needs one shift per dim (or one shift and no dims)");
+  }
+  for (int64_t d : dims) normalize_dim(g, d, g.tensor(in).dim());
+  g.add_node(g.current_op(), variant(g, "repeat", out), kLocal1D, {out, in},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& t = g.tensor(in);
+               Tensor& o = g.tensor(out);
+               o.sizes = t.sizes;
+               // Without dims the flattened tensor rolls: view it as 1-D.
+               const Sizes sizes = dims.empty() ? Sizes{t.numel()} : t.sizes;
+               Sizes shift(sizes.size(), 0);
+               for (size_t i = 0; i < shifts.size(); ++i) {
+                 const int64_t d = dims.empty() ? 0 : normalize_dim(g, dims[i], t.dim());
+                 if (sizes[d] == 0) continue;
+                 shift[d] = ((shift[d] + shifts[i]) % sizes[d] + sizes[d]) % sizes[d];
+               }
+               PadRepeatParams p{};
+               pack8(p.out_sizes, sizes);
+               pack8(p.in_sizes, sizes);
+               for (size_t d = 0; d < shift.size(); ++d) p.before[d] = static_cast<int32_t>(shift[d]);
+               p.numel = static_cast<int32_t>(o.numel());
+               p.rank = static_cast<int32_t>(sizes.size());
+               node.set_params(p);
+               node.set_groups_1d(o.numel(), kLocal1D[0]);
+             });
+}
+
 struct FillParams {
   float fstart, fstep;
   int32_t istart, istep, numel;
@@ -320,6 +355,7 @@ VKD_REGISTER_OPS(register_indexing_ops) {
   register_op("aten.index.Tensor", add_index_tensor);
   register_op("aten.constant_pad_nd.default", add_constant_pad);
   register_op("aten.repeat.default", add_repeat);
+  register_op("aten.roll.default", add_roll);
   // full(size, fill_value, *, dtype, layout, device, pin_memory)
   register_op("aten.full.default", [](ComputeGraph& g, const std::vector<int>& a) {
     const IntList size = g.get_int_list(a.at(0));
