@@ -816,7 +816,7 @@ def _sdpa_samples() -> List[SampleCase]:
         SampleCase("scale_0.3", _Call(_sdpa(scale=0.3)), qkv(2, 2, 4, 6, 8)),
         SampleCase("float_mask_broadcast", _Call(_sdpa()), qkv(2, 3, 5, 7, 8) + (_values(1, 5, 7),)),
         SampleCase("float_mask_neg_inf", _Call(_sdpa()),
-                   qkv(1, 2, 4, 6, 8) + (torch.where(torch.rand(2, 1, 4, 6) < 0.3, float("-inf"), 0.0),)),
+                   qkv(2, 2, 4, 6, 8) + (torch.where(torch.rand(2, 1, 4, 6) < 0.3, float("-inf"), 0.0),)),
         SampleCase("bool_mask_with_empty_row", _Call(_sdpa()),
                    qkv(2, 2, 4, 70, 8) + (torch.cat([torch.zeros(1, 70, dtype=torch.bool), _bools(3, 70)]),)),
         SampleCase("gqa_8_heads_2_kv", _Call(_sdpa(enable_gqa=True, is_causal=True)), qkv(2, 8, 9, 9, 16, hk=2)),
@@ -1019,7 +1019,8 @@ REGISTRY = OpRegistry(
         OpEntry("arange", (aten.arange.start_step,), _arange_samples,
                 "Folds to a constant at preprocess; float, int32 and int64." + _INT_STORAGE, dtypes=NUMERIC,
                 check=_check_arange),
-        OpEntry("scalar_tensor", (aten.scalar_tensor.default,), _scalar_tensor_samples,
+        # The edge graph keeps scalar_tensor as an ATen op (ExecuTorch does not wrap it).
+        OpEntry("scalar_tensor", (torch.ops.aten.scalar_tensor.default,), _scalar_tensor_samples,
                 "Folds to a constant at preprocess." + _INT_STORAGE, dtypes=ANY_DTYPE),
         OpEntry(
             "scaled_dot_product_attention",
