@@ -577,8 +577,24 @@ def _check_unfold(node: Node) -> Optional[str]:
     return None
 
 
+def _int_fill_value(node: Node, name: str) -> Optional[str]:
+    """Integer outputs are int32 on the GPU: the fill value must fit."""
+    value = arg(node, name)
+    if output_tensors(node)[0].dtype != torch.float32 and not -2**31 <= value < 2**31:
+        return f"{name} {value} does not fit in int32"
+    return None
+
+
+def _check_full(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "fill_value")
+
+
 def _check_fill_like(node: Node) -> Optional[str]:
-    return _contiguous_layout(node)
+    return _int_fill_value(node, "fill_value") or _contiguous_layout(node)
+
+
+def _check_constant_pad(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "value")
 
 
 def _check_arange(node: Node) -> Optional[str]:
@@ -982,6 +998,7 @@ REGISTRY = OpRegistry(
             _pad_samples,
             "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit int32." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
+            check=_check_constant_pad,
         ),
         OpEntry("roll", (aten.roll.default,), _roll_samples,
                 "Kept from decomposition (which needs fmod); any dims, or flattened without dims." + _INT_STORAGE,
@@ -1012,7 +1029,7 @@ REGISTRY = OpRegistry(
                 check=_check_embedding),
         OpEntry("full", (aten.full.default,), _full_samples,
                 "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,
-                dtypes=ANY_DTYPE),
+                dtypes=ANY_DTYPE, check=_check_full),
         OpEntry("full_like", (aten.full_like.default,), _full_like_samples,
                 "Also zeros_like and ones_like; any output dtype; contiguous memory format." + _INT_STORAGE,
                 dtypes=ANY_DTYPE, check=_check_fill_like),

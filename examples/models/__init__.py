@@ -3,12 +3,16 @@ machine with torch, so the benchmarks can run them under PyTorch CUDA too.
 
 MODELS maps a name to a factory returning (model in eval mode, example inputs).
 """
+from .llama import Llama
 from .mlp import MLP
 from .transformer import TransformerBlock
+from .vit import ViTTiny
 
 MODELS = {
     "mlp": lambda: (MLP().eval(), MLP.example_inputs()),
     "transformer_block": lambda: (TransformerBlock().eval(), TransformerBlock.example_inputs()),
+    "vit_tiny": lambda: (ViTTiny().eval(), ViTTiny.example_inputs()),
+    "llama": lambda: (Llama().eval(), Llama.example_inputs()),
 }
 
-__all__ = ["MODELS", "MLP", "TransformerBlock"]
+__all__ = ["MODELS", "Llama", "MLP", "TransformerBlock", "ViTTiny"]
