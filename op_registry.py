@@ -422,6 +422,9 @@ def _permute_samples() -> List[SampleCase]:
         SampleCase("size1_dims", _Call(lambda x: x.permute(2, 0, 1)), (_values(1, 7, 1),)),
         SampleCase("int64_rank4", _Call(lambda x: x.permute(3, 1, 0, 2)), (_ints(2, 3, 5, 7),)),
         SampleCase("bool_transpose", _Call(lambda x: x.permute(1, 0)), (torch.rand(7, 13) < 0.5,)),
+        # transpose and t export as permute_copy.
+        SampleCase("transpose_method_rank4", _Call(lambda x: x.transpose(1, -1)), (_values(2, 3, 5, 7),)),
+        SampleCase("t_2d", _Call(lambda x: x.t()), (_values(7, 13),)),
     ]
 
 
@@ -465,6 +468,8 @@ def _slice_samples() -> List[SampleCase]:
         SampleCase("negative_start", _Call(lambda x: x[..., -3:]), (_values(3, 5, 33),)),
         SampleCase("rank5_step_3", _Call(lambda x: x[:, :, 1:8:3]), (_values(2, 1, 9, 3, 5),)),
         SampleCase("to_size1", _Call(lambda x: x[:, 4:5]), (_values(7, 13),)),
+        # narrow exports as slice_copy.
+        SampleCase("narrow", _Call(lambda x: x.narrow(1, 2, 3)), (_values(3, 7, 5),)),
     ]
 
 
