@@ -495,6 +495,9 @@ def _permute_samples() -> List[SampleCase]:
         SampleCase("size1_dims", _Call(lambda x: x.permute(2, 0, 1)), (_values(1, 7, 1),)),
         SampleCase("int64_rank4", _Call(lambda x: x.permute(3, 1, 0, 2)), (_ints(2, 3, 5, 7),)),
         SampleCase("bool_transpose", _Call(lambda x: x.permute(1, 0)), (torch.rand(7, 13) < 0.5,)),
+        # transpose and t export as permute_copy.
+        SampleCase("transpose_method_rank4", _Call(lambda x: x.transpose(1, -1)), (_values(2, 3, 5, 7),)),
+        SampleCase("t_2d", _Call(lambda x: x.t()), (_values(7, 13),)),
     ]
 
 
@@ -538,6 +541,8 @@ def _slice_samples() -> List[SampleCase]:
         SampleCase("negative_start", _Call(lambda x: x[..., -3:]), (_values(3, 5, 33),)),
         SampleCase("rank5_step_3", _Call(lambda x: x[:, :, 1:8:3]), (_values(2, 1, 9, 3, 5),)),
         SampleCase("to_size1", _Call(lambda x: x[:, 4:5]), (_values(7, 13),)),
+        # narrow exports as slice_copy.
+        SampleCase("narrow", _Call(lambda x: x.narrow(1, 2, 3)), (_values(3, 7, 5),)),
     ]
 
 
@@ -1135,6 +1140,337 @@ def _pixel_unshuffle_samples() -> List[SampleCase]:
 
 
 # ----------------------------------------------------------------------------
+# Transformer family: shape and data movement, indexing, creation, embedding,
+# scaled_dot_product_attention, rms_norm.
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+_F = torch.nn.functional
+
+
+def _index_dtype(node: Node, name: str) -> Optional[str]:
+    val = fake_tensor(arg(node, name))
+    if val is not None and val.dtype not in _INDEX_DTYPES:
+        return f"{name} must be int32 or int64, not {str(val.dtype).replace('torch.', '')}"
+    return None
+
+
+def _check_index_select(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() == 0:
+        return "index_select of a 0-d tensor is not supported"
+    if fake_tensor(arg(node, "index")).dim() > 1:
+        return "index_select needs a 0-d or 1-D index"
+    return _index_dtype(node, "index")
+
+
+def _check_gather(node: Node) -> Optional[str]:
+    self_rank, index_rank = fake_tensor(arg(node, "self")).dim(), fake_tensor(arg(node, "index")).dim()
+    if max(self_rank, 1) != max(index_rank, 1):
+        return "gather needs an index of the input's rank"
+    return _index_dtype(node, "index")
+
+
+def _check_embedding(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "weight")).dim() != 2:
+        return "embedding weight must be 2-D"
+    return _index_dtype(node, "indices")
+
+
+def _check_index_tensor(node: Node) -> Optional[str]:
+    indices = [item for item in arg(node, "indices") if item is not None]
+    if not indices:
+        return "index needs at least one index tensor"
+    if len(indices) > 4:
+        return f"{len(indices)} index tensors; at most 4 are supported"
+    for item in indices:
+        val = fake_tensor(item)
+        if val is None or val.dtype not in _INDEX_DTYPES:
+            return "only int32/int64 index tensors are supported (boolean masks have data-dependent shapes)"
+    return None
+
+
+def _check_unfold(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() == 0:
+        return "unfold of a 0-d tensor is not supported"
+    return None
+
+
+def _int_fill_value(node: Node, name: str) -> Optional[str]:
+    """Integer outputs are int32 on the GPU: the fill value must fit."""
+    value = arg(node, name)
+    if output_tensors(node)[0].dtype != torch.float32 and not -2**31 <= value < 2**31:
+        return f"{name} {value} does not fit in int32"
+    return None
+
+
+def _check_full(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "fill_value")
+
+
+def _check_fill_like(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "fill_value") or _contiguous_layout(node)
+
+
+def _check_constant_pad(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "value")
+
+
+def _check_arange(node: Node) -> Optional[str]:
+    if output_tensors(node)[0].dtype == torch.bool:
+        return "arange of bool is not supported"
+    return None
+
+
+def _check_sdpa(node: Node) -> Optional[str]:
+    q, k, v = (fake_tensor(arg(node, name)) for name in ("query", "key", "value"))
+    if any(t is None or t.dtype != torch.float32 for t in (q, k, v)):
+        return "query, key and value must be float32"
+    if arg(node, "dropout_p") != 0.0:
+        return "dropout_p must be 0 (inference only)"
+    rank = q.dim()
+    if rank < 2 or k.dim() != rank or v.dim() != rank:
+        return "query, key and value need one rank of at least 2"
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        return "key and value do not fit query"
+    if q.shape[-1] > 256 or v.shape[-1] > 256:
+        return "head dims above 256 are not supported"
+    for d in range(rank - 2):
+        if k.shape[d] != v.shape[d]:
+            return "key and value lead dims differ"
+        if k.shape[d] != q.shape[d]:
+            gqa = d == rank - 3 and arg(node, "enable_gqa") and k.shape[d] > 0 and q.shape[d] % k.shape[d] == 0
+            if not gqa:
+                return f"key {list(k.shape)} does not match query {list(q.shape)} (no broadcasting of lead dims)"
+    mask = arg(node, "attn_mask")
+    if mask is not None:
+        if arg(node, "is_causal"):
+            return "attn_mask and is_causal together are not supported"
+        m = fake_tensor(mask)
+        if m is None or m.dtype not in (torch.float32, torch.bool):
+            return "attn_mask must be float32 or bool"
+        full = list(q.shape[:-1]) + [k.shape[-2]]
+        if m.dim() > rank or any(a not in (1, b) for a, b in zip(reversed(m.shape), reversed(full))):
+            return f"attn_mask {list(m.shape)} does not broadcast to {full}"
+    return None
+
+
+def _check_rms_norm(node: Node) -> Optional[str]:
+    shape = arg(node, "normalized_shape")
+    x = fake_tensor(arg(node, "input"))
+    if not shape or len(shape) > x.dim() or list(x.shape[x.dim() - len(shape):]) != list(shape):
+        return "normalized_shape must name the input's last dims"
+    return None
+
+
+def _bools(*sizes: int) -> torch.Tensor:
+    return torch.rand(sizes) < 0.5
+
+
+@_seeded
+def _split_samples() -> List[SampleCase]:
+    return [
+        SampleCase("sizes_2_4_1_dim1", _Call(lambda x: torch.split(x, [2, 4, 1], 1)), (_values(3, 7, 5),)),
+        SampleCase("equal_chunks_last_dim", _Call(lambda x: torch.split(x, 3, -1)), (_values(2, 5, 13),)),
+        SampleCase("chunk_rank6", _Call(lambda x: torch.chunk(x, 2, 0)), (_values(4, 1, 2, 3, 1, 3),)),
+        SampleCase("int64_size1_parts", _Call(lambda x: torch.split(x, 1, 0)), (_ints(3, 7),)),
+        SampleCase("bool_unbalanced", _Call(lambda x: torch.split(x, [1, 6], 1)), (_bools(2, 7),)),
+    ]
+
+
+@_seeded
+def _repeat_samples() -> List[SampleCase]:
+    return [
+        SampleCase("2x3_of_7x13", _Call(lambda x: x.repeat(2, 3)), (_values(7, 13),)),
+        SampleCase("new_dims", _Call(lambda x: x.repeat(2, 1, 3, 1)), (_values(5, 7),)),
+        SampleCase("size1_and_ones", _Call(lambda x: x.repeat(1, 1, 1)), (_values(1, 9, 1),)),
+        SampleCase("rank8", _Call(lambda x: x.repeat(1, 2, 1, 1, 2, 1, 1, 2)), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.repeat(3, 1)), (_ints(2, 5),)),
+        SampleCase("bool", _Call(lambda x: x.repeat(2, 2)), (_bools(3, 3),)),
+    ]
+
+
+@_seeded
+def _flip_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim0_7x13", _Call(lambda x: x.flip(0)), (_values(7, 13),)),
+        SampleCase("dims_0_2_rank3", _Call(lambda x: x.flip(0, -1)), (_values(3, 5, 7),)),
+        SampleCase("rank8_all", _Call(lambda x: x.flip(list(range(8)))), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("size1_dim", _Call(lambda x: x.flip(1)), (_values(7, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.flip(1)), (_ints(4, 9),)),
+        SampleCase("bool", _Call(lambda x: x.flip(0)), (_bools(5, 3),)),
+    ]
+
+
+@_seeded
+def _pad_samples() -> List[SampleCase]:
+    pad = _F.pad
+    return [
+        SampleCase("last_dim_1_2", _Call(lambda x: pad(x, (1, 2))), (_values(7, 13),)),
+        SampleCase("two_dims_value", _Call(lambda x: pad(x, (0, 1, 3, 2), value=-1.5)), (_values(2, 5, 7),)),
+        SampleCase("negative_crops", _Call(lambda x: pad(x, (-1, 2, 1, -2))), (_values(3, 7, 9),)),
+        SampleCase("rank5_three_dims", _Call(lambda x: pad(x, (1, 1, 0, 2, 2, 0))), (_values(2, 1, 3, 4, 5),)),
+        SampleCase("size1", _Call(lambda x: pad(x, (3, 3))), (_values(1, 1),)),
+        SampleCase("int64_value", _Call(lambda x: pad(x, (2, 0), value=7)), (_ints(3, 5),)),
+        SampleCase("neg_inf", _Call(lambda x: pad(x, (1, 1), value=float("-inf"))), (_values(4, 6),)),
+    ]
+
+
+@_seeded
+def _roll_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_by_2", _Call(lambda x: x.roll(2, 1)), (_values(3, 7),)),
+        SampleCase("flat_by_-3", _Call(lambda x: x.roll(-3)), (_values(5, 4),)),
+        SampleCase("two_dims", _Call(lambda x: x.roll((1, -2), (0, 2))), (_values(3, 2, 5),)),
+        SampleCase("shift_beyond_size", _Call(lambda x: x.roll(15, -1)), (_values(2, 1, 13),)),
+        SampleCase("same_dim_twice_rank8", _Call(lambda x: x.roll((1, 2), (3, 3))), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.roll(1, 0)), (_ints(4, 3),)),
+        SampleCase("bool", _Call(lambda x: x.roll(-1, 1)), (_bools(3, 4),)),
+    ]
+
+
+@_seeded
+def _unfold_samples() -> List[SampleCase]:
+    return [
+        SampleCase("size3_step2_last", _Call(lambda x: x.unfold(-1, 3, 2)), (_values(2, 5, 13),)),
+        SampleCase("dim0_size2_step1", _Call(lambda x: x.unfold(0, 2, 1)), (_values(7, 3),)),
+        SampleCase("step_larger_than_size", _Call(lambda x: x.unfold(1, 2, 5)), (_values(3, 13),)),
+        SampleCase("whole_dim", _Call(lambda x: x.unfold(1, 7, 1)), (_values(2, 7, 1),)),
+        SampleCase("rank1", _Call(lambda x: x.unfold(0, 4, 3)), (_values(33),)),
+        SampleCase("int64", _Call(lambda x: x.unfold(1, 3, 3)), (_ints(2, 9),)),
+    ]
+
+
+@_seeded
+def _index_select_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_repeats", _Call(lambda x, i: x.index_select(1, i)), (_values(7, 13), torch.tensor([0, 12, 3, 3, 5]))),
+        SampleCase("dim0_rank5", _Call(lambda x, i: x.index_select(0, i)), (_values(3, 2, 1, 4, 5), torch.tensor([2, 0]))),
+        SampleCase("negative_dim", _Call(lambda x, i: x.index_select(-1, i)), (_values(2, 5, 9), torch.randint(0, 9, (13,)))),
+        SampleCase("int32_index", _Call(lambda x, i: x.index_select(0, i)), (_values(9, 3), torch.tensor([8, 1, 4], dtype=torch.int32))),
+        SampleCase("int64_values", _Call(lambda x, i: x.index_select(1, i)), (_ints(4, 6), torch.tensor([5, 0]))),
+        SampleCase("constant_index", _Call(lambda x, i: x.index_select(1, i), torch.tensor([1, 1, 0])), (_values(3, 2),)),
+    ]
+
+
+@_seeded
+def _gather_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_7x13", _Call(lambda x, i: x.gather(1, i)), (_values(7, 13), torch.randint(0, 13, (7, 5)))),
+        SampleCase("dim0_smaller_index", _Call(lambda x, i: x.gather(0, i)), (_values(7, 13), torch.randint(0, 7, (3, 9)))),
+        SampleCase("rank5_negative_dim", _Call(lambda x, i: x.gather(-2, i)), (_values(2, 3, 1, 5, 3), torch.randint(0, 5, (2, 3, 1, 8, 3)))),
+        SampleCase("int64_values", _Call(lambda x, i: torch.gather(x, 1, i)), (_ints(4, 6), torch.randint(0, 6, (4, 6)))),
+        SampleCase("size1", _Call(lambda x, i: x.gather(0, i)), (_values(1, 1), torch.zeros(1, 1, dtype=torch.int64))),
+    ]
+
+
+@_seeded
+def _index_tensor_samples() -> List[SampleCase]:
+    i3 = lambda n, *s: torch.randint(0, n, s)
+    return [
+        SampleCase("dim0", _Call(lambda x, i: x[i]), (_values(7, 13), i3(7, 5))),
+        SampleCase("middle_dim_2d_index", _Call(lambda x, i: x[:, i]), (_values(3, 9, 4), i3(9, 2, 5))),
+        SampleCase("two_adjacent_broadcast", _Call(lambda x, i, j: x[:, i, j]), (_values(2, 5, 7, 3), i3(5, 4, 1), i3(7, 6))),
+        SampleCase("two_apart_go_first", _Call(lambda x, i, j: x[i, :, j]), (_values(5, 3, 7), i3(5, 4), i3(7, 4))),
+        SampleCase("negative_indices", _Call(lambda x, i: x[:, i]), (_values(3, 9), -i3(9, 6) - 1)),
+        SampleCase("four_indices", _Call(lambda x, a, b, c, d: x[a, b, c, d]),
+                   (_values(2, 3, 4, 5, 6), i3(2, 3), i3(3, 3), i3(4, 3), i3(5, 3))),
+        SampleCase("int64_values_int32_index", _Call(lambda x, i: x[i]), (_ints(6, 4), i3(6, 3).to(torch.int32))),
+        SampleCase("bool_values", _Call(lambda x, i: x[:, :, i]), (_bools(2, 3, 5), i3(5, 7))),
+    ]
+
+
+@_seeded
+def _embedding_samples() -> List[SampleCase]:
+    return [
+        SampleCase("vocab_33_dim_13", torch.nn.Embedding(33, 13), (torch.randint(0, 33, (2, 7)),)),
+        SampleCase("padding_idx", torch.nn.Embedding(10, 8, padding_idx=0), (torch.tensor([[0, 3, 9, 0]]),)),
+        SampleCase("rank1_indices", torch.nn.Embedding(5, 3), (torch.tensor([4, 4, 0, 1]),)),
+        SampleCase("rank0_index", _Call(lambda i, w: _F.embedding(i, w), _values(9, 5)), (torch.tensor(7),)),
+        SampleCase("rank7_indices", torch.nn.Embedding(6, 2), (torch.randint(0, 6, (2, 1, 2, 1, 3, 1, 2)),)),
+        SampleCase("int32_indices", torch.nn.Embedding(17, 33), (torch.randint(0, 17, (5,), dtype=torch.int32),)),
+    ]
+
+
+@_seeded
+def _full_samples() -> List[SampleCase]:
+    # No tensor inputs: these fold to constants at preprocess.
+    return [
+        SampleCase("full_plus_input", _Call(lambda x: x + torch.full((7, 13), 2.5)), (_values(7, 13),)),
+        SampleCase("zeros_broadcast", _Call(lambda x: x * 2 + torch.zeros(13)), (_values(7, 13),)),
+        SampleCase("ones_int64", _Call(lambda x: x + torch.ones(3, 1, dtype=torch.int64)), (_ints(3, 5),)),
+    ]
+
+
+@_seeded
+def _full_like_samples() -> List[SampleCase]:
+    # Of an input: these reach the runtime.
+    return [
+        SampleCase("full_like_7x13", _Call(lambda x: torch.full_like(x, -3.25)), (_values(7, 13),)),
+        SampleCase("zeros_like_plus", _Call(lambda x: torch.zeros_like(x) + x), (_values(2, 3, 1, 5),)),
+        SampleCase("ones_like_rank8", _Call(torch.ones_like), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("ones_like_int64", _Call(lambda x: torch.ones_like(x) + x), (_ints(5, 7),)),
+        SampleCase("full_like_bool", _Call(lambda x: torch.full_like(x, True)), (_bools(4, 3),)),
+        SampleCase("full_like_to_int64", _Call(lambda x: torch.full_like(x, 7, dtype=torch.int64)), (_values(3, 5),)),
+        SampleCase("rank0", _Call(lambda x: torch.full_like(x, 1e30)), (_values(),)),
+    ]
+
+
+@_seeded
+def _arange_samples() -> List[SampleCase]:
+    return [
+        SampleCase("int_end_13", _Call(lambda x: x + torch.arange(13)), (_ints(7, 13),)),
+        SampleCase("float_step", _Call(lambda x: x * torch.arange(-1.0, 2.25, 0.25)), (_values(2, 13),)),
+        SampleCase("start_end_step", _Call(lambda x: x - torch.arange(3, 40, 3)), (_ints(13),)),
+    ]
+
+
+@_seeded
+def _scalar_tensor_samples() -> List[SampleCase]:
+    return [
+        SampleCase("float", _Call(lambda x: x + torch.scalar_tensor(3.5)), (_values(7, 13),)),
+        SampleCase("int64", _Call(lambda x: x * torch.scalar_tensor(-4, dtype=torch.int64)), (_ints(5),)),
+    ]
+
+
+def _sdpa(**kwargs) -> Callable:
+    return lambda q, k, v, *mask: _F.scaled_dot_product_attention(q, k, v, *mask, **kwargs)
+
+
+@_seeded
+def _sdpa_samples() -> List[SampleCase]:
+    qkv = lambda b, h, l, s, e, hk=None, ev=None: (
+        _values(b, h, l, e), _values(b, hk or h, s, e), _values(b, hk or h, s, ev or e))
+    return [
+        SampleCase("no_mask_2x3x7x16", _Call(_sdpa()), qkv(2, 3, 7, 7, 16)),
+        SampleCase("cross_L5_S13_Ev9", _Call(_sdpa()), qkv(1, 2, 5, 13, 8, ev=9)),
+        SampleCase("causal_33", _Call(_sdpa(is_causal=True)), qkv(1, 2, 33, 33, 8)),
+        SampleCase("causal_S_larger", _Call(_sdpa(is_causal=True)), qkv(2, 1, 5, 9, 4)),
+        # More keys than one block of the kernel (64): the online softmax rescales.
+        SampleCase("long_S_150_wide", _Call(_sdpa()), (_wide(1, 2, 3, 8), _wide(1, 2, 150, 8), _values(1, 2, 150, 8))),
+        SampleCase("scale_0.3", _Call(_sdpa(scale=0.3)), qkv(2, 2, 4, 6, 8)),
+        SampleCase("float_mask_broadcast", _Call(_sdpa()), qkv(2, 3, 5, 7, 8) + (_values(1, 5, 7),)),
+        SampleCase("float_mask_neg_inf", _Call(_sdpa()),
+                   qkv(2, 2, 4, 6, 8) + (torch.where(torch.rand(2, 1, 4, 6) < 0.3, float("-inf"), 0.0),)),
+        SampleCase("bool_mask_with_empty_row", _Call(_sdpa()),
+                   qkv(2, 2, 4, 70, 8) + (torch.cat([torch.zeros(1, 70, dtype=torch.bool), _bools(3, 70)]),)),
+        SampleCase("gqa_8_heads_2_kv", _Call(_sdpa(enable_gqa=True, is_causal=True)), qkv(2, 8, 9, 9, 16, hk=2)),
+        SampleCase("rank3", _Call(_sdpa()), (_values(3, 7, 8), _values(3, 5, 8), _values(3, 5, 4))),
+        SampleCase("head_dim_256", _Call(_sdpa()), qkv(1, 1, 3, 5, 256)),
+        SampleCase("rank5", _Call(_sdpa(is_causal=True)), (_values(2, 1, 2, 5, 4),) * 3),
+    ]
+
+
+@_seeded
+def _rms_norm_samples() -> List[SampleCase]:
+    return [
+        SampleCase("module_7x13", torch.nn.RMSNorm(13), (_values(7, 13),)),
+        SampleCase("eps_none_no_weight", _Call(lambda x: _F.rms_norm(x, (33,))), (_values(2, 9, 33),)),
+        SampleCase("two_dims_eps", torch.nn.RMSNorm([5, 7], eps=1e-3), (_values(3, 5, 7),)),
+        SampleCase("random_weight_rank5", _Call(lambda x, w: _F.rms_norm(x, (3,), w, 1e-6), _values(3)), (_values(2, 1, 3, 2, 3),)),
+        SampleCase("size1_rows_wide", torch.nn.RMSNorm(300), (_wide(1, 1, 300),)),
+    ]
+
+
+# ----------------------------------------------------------------------------
 # The entries
 
 _ELEMENTWISE = "Elementwise; ranks 0-8."
@@ -1423,6 +1759,87 @@ REGISTRY = OpRegistry(
         OpEntry("pixel_unshuffle", (aten.pixel_unshuffle.default,), _pixel_unshuffle_samples,
                 "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_pixel_shuffle, keep_undecomposed=True),
+        # Transformer family: shape and data movement, indexing, creation,
+        # embedding, attention, rms_norm.
+        OpEntry(
+            "split_with_sizes_copy",
+            (aten.split_with_sizes_copy.default,),
+            _split_samples,
+            "What split and chunk export to; one slice per output; static sizes, so no resize." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            supports_resize=False,
+        ),
+        OpEntry("repeat", (aten.repeat.default,), _repeat_samples, "Output rank up to 8." + _INT_STORAGE,
+                dtypes=ANY_DTYPE),
+        OpEntry("flip", (aten.flip.default,), _flip_samples, "Any dims; ranks 0-8." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry(
+            "constant_pad_nd",
+            (aten.constant_pad_nd.default,),
+            _pad_samples,
+            "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit int32." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_constant_pad,
+        ),
+        OpEntry("roll", (aten.roll.default,), _roll_samples,
+                "Kept from decomposition (which needs fmod); any dims, or flattened without dims." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, keep_undecomposed=True),
+        OpEntry("unfold_copy", (aten.unfold_copy.default,), _unfold_samples,
+                "Tensor.unfold; input rank 1-7." + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_unfold),
+        OpEntry(
+            "index_select",
+            (aten.index_select.default,),
+            _index_select_samples,
+            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_index_select,
+        ),
+        OpEntry("gather", (aten.gather.default,), _gather_samples,
+                "int32/int64 index of the input's rank." + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_gather),
+        OpEntry(
+            "index",
+            (aten.index.Tensor,),
+            _index_tensor_samples,
+            "Advanced indexing with 1-4 int32/int64 index tensors (broadcast) and None entries; no boolean masks."
+            + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_index_tensor,
+        ),
+        OpEntry("embedding", (aten.embedding.default,), _embedding_samples,
+                "2-D weight; int32/int64 indices of any rank up to 7." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_embedding),
+        OpEntry("full", (aten.full.default,), _full_samples,
+                "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_full),
+        OpEntry("full_like", (aten.full_like.default,), _full_like_samples,
+                "Also zeros_like and ones_like; any output dtype; contiguous memory format." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_fill_like),
+        OpEntry("arange", (aten.arange.start_step,), _arange_samples,
+                "Folds to a constant at preprocess; float, int32 and int64." + _INT_STORAGE, dtypes=NUMERIC,
+                check=_check_arange),
+        # The edge graph keeps scalar_tensor as an ATen op (ExecuTorch does not wrap it).
+        OpEntry("scalar_tensor", (torch.ops.aten.scalar_tensor.default,), _scalar_tensor_samples,
+                "Folds to a constant at preprocess." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry(
+            "scaled_dot_product_attention",
+            (aten.scaled_dot_product_attention.default,),
+            _sdpa_samples,
+            "Kept from decomposition; one fused kernel with an online softmax. float32 q/k/v of rank 2-8, "
+            "head dims up to 256; is_causal, a float or bool attn_mask (broadcast), scale, enable_gqa; "
+            "dropout_p=0 only; fully masked rows give 0 like PyTorch.",
+            dtypes=frozenset({torch.float32, torch.bool}),
+            check=_check_sdpa,
+            keep_undecomposed=True,
+            kind="matmul",
+        ),
+        OpEntry(
+            "rms_norm",
+            (aten.rms_norm.default,),
+            _rms_norm_samples,
+            "Kept from decomposition; fused, one workgroup per row; optional weight; eps=None is float32's epsilon.",
+            check=_check_rms_norm,
+            keep_undecomposed=True,
+            kind="reduction",
+        ),
     ]
 )
 

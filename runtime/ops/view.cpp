@@ -215,6 +215,51 @@ void add_expand(ComputeGraph& g, int in, int out, const IntList& size) {
   });
 }
 
+// flip(self, dims): a gather with the flipped dims' strides negated.
+void add_flip(ComputeGraph& g, int in, int out, const IntList& dims) {
+  const int64_t rank = g.tensor(in).dim();
+  std::vector<bool> flipped(std::max<int64_t>(rank, 1), false);
+  for (int64_t d : dims) {
+    const int64_t nd = normalize_dim(g, d, rank);
+    if (flipped[nd]) g.fail("flip dims repeat dim " + std::to_string(nd));
+    flipped[nd] = true;
+  }
+  add_gather(g, in, out, [flipped](ComputeGraph&, const Tensor& t) {
+    Gather ga;
+    ga.sizes = t.sizes;
+    ga.strides = t.strides();
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (!flipped[d] || t.sizes[d] == 0) continue;
+      ga.offset += (t.sizes[d] - 1) * ga.strides[d];
+      ga.strides[d] = -ga.strides[d];
+    }
+    return ga;
+  });
+}
+
+// unfold_copy(self, dimension, size, step): windows of `size` elements every
+// `step` along `dimension`, in a new last dim.
+void add_unfold(ComputeGraph& g, int in, int out, int64_t dim, int64_t size, int64_t step) {
+  if (g.tensor(in).dim() == 0) g.fail("unfold of a 0-d tensor is not supported");
+  if (step <= 0 || size < 0) g.fail("unfold needs size >= 0 and step > 0");
+  normalize_dim(g, dim, g.tensor(in).dim());
+  add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
+    const int64_t d = normalize_dim(g, dim, t.dim());
+    if (size > t.sizes[d]) {
+      g.fail("unfold size " + std::to_string(size) + " exceeds dim size " + std::to_string(t.sizes[d]));
+    }
+    const Sizes st = t.strides();
+    Gather ga;
+    ga.sizes = t.sizes;
+    ga.strides = st;
+    ga.sizes[d] = (t.sizes[d] - size) / step + 1;
+    ga.strides[d] = st[d] * step;
+    ga.sizes.push_back(size);
+    ga.strides.push_back(st[d]);
+    return ga;
+  });
+}
+
 std::optional<int64_t> optional_int(ComputeGraph& g, int id) {
   if (g.is_null(id)) return std::nullopt;
   return g.get_int(id);
@@ -303,6 +348,28 @@ VKD_REGISTER_OPS(register_view_ops) {
   });
   register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_expand(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+  register_op("aten.flip.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_flip(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+  register_op("aten.unfold_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_unfold(g, a.at(0), a.back(), g.get_int(a.at(1)), g.get_int(a.at(2)), g.get_int(a.at(3)));
+  });
+  // split_with_sizes_copy(self, split_sizes, dim) -> Tensor[]: one slice per output.
+  register_op("aten.split_with_sizes_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    const int in = a.at(0);
+    const IntList sizes = g.get_int_list(a.at(1));
+    const int64_t dim = normalize_dim(g, g.get_int(a.at(2)), g.tensor(in).dim());
+    if (a.size() != 3 + sizes.size()) g.fail("expected one output per split size");
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) g.fail("split sizes must not be negative");
+      add_slice(g, in, a[3 + i], dim, start, start + sizes[i], 1);
+      start += sizes[i];
+    }
+    if (g.tensor(in).dim() > 0 && start != g.tensor(in).sizes[dim]) {
+      g.fail("split sizes " + sizes_str(sizes) + " do not add up to dim size " + std::to_string(g.tensor(in).sizes[dim]));
+    }
   });
 }
 
