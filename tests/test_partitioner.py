@@ -131,25 +131,46 @@ def test_unbounded_dynamic_shape_is_not_delegated(caplog):
 
 
 def test_unsupported_dtype_is_not_delegated(caplog):
-    class IntAdd(torch.nn.Module):
+    class DoubleAdd(torch.nn.Module):
         def forward(self, x, y):
             return x + y
 
-    inputs = (torch.arange(6, dtype=torch.int32), torch.arange(6, dtype=torch.int32))
+    inputs = (torch.arange(6, dtype=torch.float64), torch.arange(6, dtype=torch.float64))
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
-        edge = lower(IntAdd(), inputs)
+        edge = lower(DoubleAdd(), inputs)
     assert delegate_count(edge) == 0
-    assert "is int32; add supports float32" in caplog.text
+    assert "dtype torch.float64 cannot be serialized" in caplog.text
 
 
 def test_linear_kept_undecomposed_only_where_supported():
-    # An int linear is not delegated; it must then be decomposed, not kept
+    # A float64 linear is not delegated; it must then be decomposed, not kept
     # (ExecuTorch raises on a kept op that ends up neither decomposed nor delegated).
     class Mixed(torch.nn.Module):
         def forward(self, x, w, xi, wi):
             return torch.nn.functional.linear(x, w), torch.nn.functional.linear(xi, wi)
 
-    inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.int64), torch.ones(4, 3, dtype=torch.int64))
+    inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.float64), torch.ones(4, 3, dtype=torch.float64))
     edge = lower(Mixed(), inputs)
     assert "aten.linear.default" not in non_delegated_ops(edge)
     assert [call.name for call in deserialize_blob(only_blob(edge)).chain] == ["aten.linear.default"]
+
+
+class AttentionOfTransposedHeads(torch.nn.Module):
+    """SDPA of non-contiguous q/k (heads transposed out of a projection), whose
+    output export views through a transpose: it must stay one kept SDPA."""
+
+    def forward(self, x):
+        q = x.view(1, 5, 4, 8).transpose(1, 2) * 2
+        k = x.view(1, 5, 4, 8).transpose(1, 2) * 3
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True)
+        return out.transpose(1, 2).reshape(1, 5, -1)
+
+
+def test_sdpa_output_viewed_through_transpose_is_delegated():
+    torch.manual_seed(0)
+    edge = lower(AttentionOfTransposedHeads(), (torch.randn(1, 5, 32),))
+    assert delegate_count(edge) == 1
+    assert non_delegated_ops(edge) == []
+    (lowered,) = lowered_modules(edge)
+    targets = {str(node.target) for node in lowered.original_module.graph.nodes if node.op == "call_function"}
+    assert any("scaled_dot_product_attention" in target for target in targets)
