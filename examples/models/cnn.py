@@ -3,8 +3,8 @@ MobileNetV2, ResNet-18, ResNet-50 and a small UNet. Seeded random weights; batch
 norm statistics are randomized too, so that inference-mode batch norm is not an
 identity.
 
-The global average pool is an avg_pool2d over the whole feature map (what
-AdaptiveAvgPool2d(1) computes), written so that it exports to one pooling op.
+The global average pool is AdaptiveAvgPool2d(1), as torchvision writes it
+(it exports as mean.dim over H and W).
 """
 import torch
 from torch import nn
@@ -20,11 +20,11 @@ def _randomize_batch_norms(model: nn.Module) -> None:
             m.bias.data.uniform_(-0.1, 0.1)
 
 
-class GlobalAvgPool(nn.Module):
+class GlobalAvgPool(nn.Sequential):
     """[N, C, H, W] -> [N, C]: the mean over H and W."""
 
-    def forward(self, x):
-        return torch.flatten(F.avg_pool2d(x, kernel_size=tuple(x.shape[-2:])), 1)
+    def __init__(self):
+        super().__init__(nn.AdaptiveAvgPool2d(1), nn.Flatten(1))
 
 
 def conv_bn(cin, cout, kernel, stride=1, groups=1, act=nn.ReLU):
