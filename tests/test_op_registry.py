@@ -38,7 +38,7 @@ def test_kept_from_decomposition():
     aten = torch.ops.aten
     assert set(REGISTRY.ops_to_keep_undecomposed()) == {
         aten.linear.default, aten.silu.default, aten.hardswish.default, aten.hardsigmoid.default,
-        aten.hardshrink.default, aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
+        aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
     }
 
 
