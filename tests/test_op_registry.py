@@ -39,6 +39,7 @@ def test_kept_from_decomposition():
     assert set(REGISTRY.ops_to_keep_undecomposed()) == {
         aten.linear.default, aten.silu.default, aten.hardswish.default, aten.hardsigmoid.default,
         aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
+        aten.pixel_shuffle.default, aten.pixel_unshuffle.default,
     }
 
 
