@@ -706,6 +706,11 @@ def _minmax_cases(fn: Callable) -> List[SampleCase]:
     ]
 
 
+def _named(fn: Callable, cases: List[SampleCase]) -> List[SampleCase]:
+    """Cases of one entry that covers several functions: ids prefixed with the function's name."""
+    return [SampleCase(f"{fn.__name__}_{case.case_id}", case.module, case.inputs) for case in cases]
+
+
 def _compare_cases(fn: Callable) -> List[SampleCase]:
     ties = _small_ints(7, 13).float()
     return [
@@ -1653,7 +1658,7 @@ REGISTRY = OpRegistry(
                 tuple(getattr(aten, op).Tensor for op in ("eq", "ne", "lt", "le", "gt", "ge"))
                 + tuple(getattr(aten, op).Scalar for op in ("eq", "ne", "lt", "le", "gt", "ge")),
                 _seeded(lambda: [case for fn in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
-                                 for case in _compare_cases(fn)
+                                 for case in _named(fn, _compare_cases(fn))
                                  if fn in (torch.eq, torch.lt) or "scalar" in case.case_id]),
                 "eq, ne, lt, le, gt, ge: .Tensor with broadcasting and .Scalar; operands of one dtype, bool "
                 "output; integer scalars with integer tensors." + _INT_STORAGE,
@@ -1661,7 +1666,7 @@ REGISTRY = OpRegistry(
         OpEntry("logical",
                 (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default),
                 _seeded(lambda: [case for fn in (torch.logical_and, torch.logical_or, torch.logical_xor)
-                                 for case in _logical_cases(fn)]),
+                                 for case in _named(fn, _logical_cases(fn))]),
                 "Broadcasting; operands of one dtype (nonzero is true), bool output." + _INT_STORAGE,
                 dtypes=ANY_DTYPE, check=_check_compare),
         OpEntry("logical_not", (aten.logical_not.default,), _not_samples(torch.logical_not, floats=True),
@@ -1669,7 +1674,7 @@ REGISTRY = OpRegistry(
         OpEntry("bitwise",
                 (aten.bitwise_and.Tensor, aten.bitwise_or.Tensor, aten.bitwise_xor.Tensor),
                 _seeded(lambda: [case for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor)
-                                 for case in _bitwise_cases(fn)]),
+                                 for case in _named(fn, _bitwise_cases(fn))]),
                 "and, or, xor with broadcasting on integer and bool tensors of one dtype." + _INT_STORAGE,
                 dtypes=frozenset({torch.int32, torch.int64, torch.bool}), check=_check_binary),
         OpEntry("bitwise_not", (aten.bitwise_not.default,), _not_samples(torch.bitwise_not, floats=False),
@@ -1710,11 +1715,6 @@ REGISTRY = OpRegistry(
                 _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
         OpEntry("hardsigmoid", (aten.hardsigmoid.default,),
                 _seeded(lambda: _math_cases(torch.nn.functional.hardsigmoid, nan=False)),
-                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
-        OpEntry("hardshrink", (aten.hardshrink.default,),
-                _seeded(lambda: _math_cases(torch.nn.functional.hardshrink)
-                        + [SampleCase("lambda_1.5", _Call(lambda x: torch.nn.functional.hardshrink(x, 1.5)),
-                                      (_values(7, 13, scale=2.0),))]),
                 _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
         OpEntry("leaky_relu", (aten.leaky_relu.default,),
                 _seeded(lambda: _math_cases(torch.nn.functional.leaky_relu)

@@ -23,7 +23,6 @@
 // variant unary_silu(f32): F(x)=(x*sigmoid(x))
 // variant unary_hardswish(f32): F(x)=(x*hard_sigmoid(x))
 // variant unary_hardsigmoid(f32): F(x)=hard_sigmoid(x)
-// variant unary_hardshrink(f32): F(x)=((x>=-p.a&&x<=p.a)?0.0:x)
 // variant unary_leaky_relu(f32): F(x)=(x>0.0?x:x*p.a)
 // variant unary_softplus(f32): F(x)=softplus(x)
 // variant unary_elu(f32): F(x)=elu(x)
@@ -36,7 +35,7 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) uniform Params {
   int numel;
-  float a;  // float clamp min; hardshrink lambda; leaky_relu slope; softplus beta; elu alpha
+  float a;  // float clamp min; leaky_relu slope; softplus beta; elu alpha
   float b;  // float clamp max; softplus threshold; elu scale
   float c;  // elu input_scale
   int int_min;  // integer clamp bounds

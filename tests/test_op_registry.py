@@ -39,7 +39,7 @@ def test_kept_from_decomposition():
     aten = torch.ops.aten
     assert set(REGISTRY.ops_to_keep_undecomposed()) == {
         aten.linear.default, aten.silu.default, aten.hardswish.default, aten.hardsigmoid.default,
-        aten.hardshrink.default, aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
+        aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
         aten.scaled_dot_product_attention.default, aten.rms_norm.default, aten.roll.default,
         aten.pixel_shuffle.default, aten.pixel_unshuffle.default,
     }

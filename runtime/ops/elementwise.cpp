@@ -349,10 +349,6 @@ VKD_REGISTER_OPS(register_elementwise_ops) {
   register_op("aten.leaky_relu.default", [](ComputeGraph& g, const Args& a) {
     add_unary(g, a.at(0), a.back(), "unary_leaky_relu", Types::FloatOnly, unary_params(get_float(g, a.at(1))));
   });
-  // hardshrink(self, lambd=0.5)
-  register_op("aten.hardshrink.default", [](ComputeGraph& g, const Args& a) {
-    add_unary(g, a.at(0), a.back(), "unary_hardshrink", Types::FloatOnly, unary_params(get_float(g, a.at(1))));
-  });
   // softplus(self, beta=1, threshold=20)
   register_op("aten.softplus.default", [](ComputeGraph& g, const Args& a) {
     const float beta = get_float(g, a.at(1));
