@@ -354,6 +354,8 @@ def _mm_samples() -> List[SampleCase]:
         SampleCase("size1_1x5_5x1", _Call(torch.mm), (_values(1, 5), _values(5, 1))),
         SampleCase("outer_33x1_1x7", _Call(torch.mm), (_values(33, 1), _values(1, 7))),
         SampleCase("constant_rhs", _Call(torch.mm, _values(13, 9)), (_values(7, 13),)),
+        # Enough output tiles for the runtime to pick its large (64 x 64) tiles.
+        SampleCase("large_tiles_721x719_719x723", _Call(torch.mm), (_values(721, 719), _values(719, 723))),
     ]
 
 
@@ -526,6 +528,259 @@ def _alias_copy_samples() -> List[SampleCase]:
 
 
 # ----------------------------------------------------------------------------
+# cnn family: convolution, pooling, upsampling, normalization, cat
+
+
+def _check_cat(node: Node) -> Optional[str]:
+    dtypes = {val.dtype for val in [fake_tensor(item) for item in arg(node, "tensors")] + output_tensors(node)
+              if val is not None}
+    if len(dtypes) > 1:
+        names = ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+        return f"mixed dtypes ({names}) are not supported"
+    return None
+
+
+@_seeded
+def _cat_samples() -> List[SampleCase]:
+    cat = torch.cat
+    return [
+        SampleCase("dim0_two", _Call(lambda x, y: cat([x, y])), (_values(7, 13), _values(3, 13))),
+        SampleCase("dim1_three", _Call(lambda x, y, z: cat([x, y, z], 1)),
+                   (_values(2, 3, 5), _values(2, 1, 5), _values(2, 7, 5))),
+        SampleCase("last_dim_negative", _Call(lambda x, y: cat([x, y], -1)), (_values(3, 5, 33), _values(3, 5, 1))),
+        SampleCase("single_input", _Call(lambda x: cat([x], 0)), (_values(7, 13),)),
+        SampleCase("rank5_dim3", _Call(lambda x, y: cat([x, y], 3)), (_values(2, 1, 3, 2, 5), _values(2, 1, 3, 4, 5))),
+        SampleCase("rank8_dim7", _Call(lambda x, y: cat([x, y], 7)),
+                   (_values(2, 1, 2, 1, 3, 1, 2, 3), _values(2, 1, 2, 1, 3, 1, 2, 1))),
+        SampleCase("same_input_twice", _Call(lambda x: cat([x, x], 1)), (_values(1, 9),)),
+        SampleCase("constant_input", _Call(lambda x, c: cat([x, c], 0), _values(2, 13)), (_values(7, 13),)),
+        SampleCase("int64_dim1", _Call(lambda x, y: cat([x, y], 1)), (_ints(3, 5), _ints(3, 2))),
+        SampleCase("bool_dim0", _Call(lambda x, y: cat([x, y])), (torch.rand(3, 5) < 0.5, torch.rand(1, 5) < 0.5)),
+        SampleCase("int32_nchw_channels", _Call(lambda x, y: cat([x, y], 1)),
+                   (_ints(2, 3, 4, 5, dtype=torch.int32), _ints(2, 1, 4, 5, dtype=torch.int32))),
+    ]
+
+
+def _check_convolution(node: Node) -> Optional[str]:
+    rank = fake_tensor(arg(node, "input")).dim()
+    if rank not in (3, 4):
+        return f"{rank - 2}-D convolution is not supported (1-D and 2-D only)"
+    weight = fake_tensor(arg(node, "weight"))
+    if weight is None or weight.dim() != rank:
+        return "the weight must be a tensor of the input's rank"
+    bias = arg(node, "bias")
+    if bias is not None and (fake_tensor(bias) is None or fake_tensor(bias).dim() != 1):
+        return "the bias must be a 1-D tensor"
+    for name in ("stride", "padding", "dilation", "output_padding"):
+        if any(not isinstance(v, int) for v in arg(node, name)):
+            return f"symbolic {name} is not supported"
+    return None
+
+
+@_seeded
+def _convolution_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_pad1_bias_batch2", nn.Conv2d(3, 5, 3, padding=1), (_values(2, 3, 7, 9),)),
+        SampleCase("stride2_dilation_asym_no_bias",
+                   nn.Conv2d(4, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(2, 1), bias=False),
+                   (_values(3, 4, 13, 11),)),
+        SampleCase("groups2", nn.Conv2d(4, 6, 3, groups=2), (_values(2, 4, 7, 7),)),
+        SampleCase("depthwise_3x3_s2", nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), (_values(2, 8, 9, 9),)),
+        SampleCase("depthwise_multiplier2", nn.Conv2d(4, 8, 3, groups=4, bias=False), (_values(1, 4, 7, 5),)),
+        SampleCase("pointwise_16_to_33", nn.Conv2d(16, 33, 1), (_values(2, 16, 7, 5),)),
+        SampleCase("channels_32_7x7_s2_p3", nn.Conv2d(32, 13, 7, stride=2, padding=3), (_values(1, 32, 13, 13),)),
+        SampleCase("size1_1x1_input", nn.Conv2d(3, 4, 1), (_values(1, 3, 1, 1),)),
+        SampleCase("weight_input", _Call(lambda x, w: torch.nn.functional.conv2d(x, w, stride=2)),
+                   (_values(2, 3, 7, 7), _values(5, 3, 3, 3))),
+        SampleCase("conv1d_s2_p1", nn.Conv1d(3, 5, 3, stride=2, padding=1), (_values(2, 3, 13),)),
+        SampleCase("conv1d_groups_dilation", nn.Conv1d(6, 4, 3, dilation=3, groups=2, bias=False), (_values(1, 6, 33),)),
+        SampleCase("transposed_s2_outpad_groups2",
+                   nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                   (_values(2, 4, 5, 7),)),
+        SampleCase("transposed_asym_dilation_no_bias",
+                   nn.ConvTranspose2d(3, 5, (2, 4), stride=(1, 3), dilation=(2, 1), bias=False),
+                   (_values(1, 3, 4, 5),)),
+        SampleCase("transposed_1d", nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1), (_values(2, 3, 9),)),
+    ]
+
+
+def _check_pool_input(node: Node) -> Optional[str]:
+    x = fake_tensor(arg(node, "self"))
+    if x.dim() not in (3, 4):
+        return f"input of rank {x.dim()}: [C, H, W] or [N, C, H, W] only"
+    if x.dtype != torch.float32:
+        return "the input must be float32"
+    return None
+
+
+def _check_pool_window(node: Node) -> Optional[str]:
+    reason = _check_pool_input(node)
+    if reason:
+        return reason
+    kernel = list(arg(node, "kernel_size"))
+    padding = list(arg(node, "padding"))
+    kernel = kernel * 2 if len(kernel) == 1 else kernel
+    padding = padding * 2 if len(padding) == 1 else padding
+    if any(2 * pad > k for pad, k in zip(padding, kernel)):
+        return "padding must be at most half the kernel size"
+    return None
+
+
+def _check_avg_pool(node: Node) -> Optional[str]:
+    if arg(node, "divisor_override") == 0:
+        return "divisor_override must be non-zero"
+    return _check_pool_window(node)
+
+
+def _check_batch_norm(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() < 2:
+        return "the input must have rank 2 or more"
+    return None
+
+
+def _check_group_norm(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() < 2:
+        return "the input must have rank 2 or more"
+    if not isinstance(arg(node, "group"), int):
+        return "symbolic group count is not supported"
+    return None
+
+
+@_seeded
+def _max_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_s2_p1_batch2", nn.MaxPool2d(3, 2, 1), (_values(2, 3, 9, 9),)),
+        SampleCase("2x2_default_stride_odd", nn.MaxPool2d(2), (_values(1, 4, 7, 13),)),
+        SampleCase("ceil_mode_asym", nn.MaxPool2d((3, 2), stride=(2, 3), ceil_mode=True), (_values(2, 2, 8, 13),)),
+        SampleCase("dilation2_pad1", nn.MaxPool2d(3, 1, 1, dilation=2), (_values(1, 3, 9, 7),)),
+        SampleCase("unbatched_wide", nn.MaxPool2d(2, 2), (_wide(3, 6, 6),)),
+        SampleCase("with_indices", nn.MaxPool2d(3, 2, 1, return_indices=True), (_values(2, 3, 7, 7),)),
+    ]
+
+
+@_seeded
+def _avg_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("3x3_s2_p1_include_pad", nn.AvgPool2d(3, 2, 1), (_values(2, 3, 9, 9),)),
+        SampleCase("3x3_s2_p1_exclude_pad", nn.AvgPool2d(3, 2, 1, count_include_pad=False), (_values(2, 3, 9, 9),)),
+        SampleCase("ceil_mode_include_pad", nn.AvgPool2d(3, 2, 1, ceil_mode=True), (_values(1, 2, 8, 10),)),
+        SampleCase("ceil_mode_exclude_pad", nn.AvgPool2d((2, 3), (2, 2), (1, 1), ceil_mode=True, count_include_pad=False),
+                   (_values(1, 2, 7, 13),)),
+        SampleCase("divisor_override_5", nn.AvgPool2d(2, divisor_override=5), (_values(2, 3, 6, 7),)),
+        SampleCase("unbatched_7x7_global", nn.AvgPool2d(7), (_values(5, 7, 7),)),
+    ]
+
+
+@_seeded
+def _adaptive_avg_pool2d_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("9x9_to_3x4", nn.AdaptiveAvgPool2d((3, 4)), (_values(2, 3, 9, 9),)),
+        SampleCase("13x7_to_5x3_uneven", nn.AdaptiveAvgPool2d((5, 3)), (_values(1, 2, 13, 7),)),
+        SampleCase("upsampling_3x3_to_7x5", nn.AdaptiveAvgPool2d((7, 5)), (_values(1, 2, 3, 3),)),
+        SampleCase("unbatched_to_2x2", nn.AdaptiveAvgPool2d(2), (_values(3, 8, 5),)),
+    ]
+
+
+def _batch_norm_module(channels: int, affine: bool = True, dims: int = 2) -> torch.nn.Module:
+    cls = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d}[dims]
+    module = cls(channels, affine=affine, eps=1e-3)
+    module.running_mean.copy_(torch.randn(channels))
+    module.running_var.copy_(torch.rand(channels) + 0.5)
+    if affine:
+        module.weight.data.copy_(torch.randn(channels))
+        module.bias.data.copy_(torch.randn(channels))
+    return module.eval()
+
+
+@_seeded
+def _batch_norm_samples() -> List[SampleCase]:
+    return [
+        SampleCase("nchw_batch2_7x9", _batch_norm_module(5), (_values(2, 5, 7, 9),)),
+        SampleCase("no_affine", _batch_norm_module(3, affine=False), (_values(1, 3, 13, 1),)),
+        SampleCase("1d_rank2", _batch_norm_module(33, dims=1), (_values(7, 33),)),
+        SampleCase("1d_rank3", _batch_norm_module(4, dims=1), (_values(2, 4, 13),)),
+    ]
+
+
+@_seeded
+def _group_norm_samples() -> List[SampleCase]:
+    nn = torch.nn
+    return [
+        SampleCase("2_groups_batch2", nn.GroupNorm(2, 4), (_values(2, 4, 5, 7),)),
+        SampleCase("no_affine_3_groups", nn.GroupNorm(3, 6, affine=False), (_values(1, 6, 9),)),
+        SampleCase("instance_like", nn.GroupNorm(5, 5), (_wide(2, 5, 3, 3),)),
+        SampleCase("one_group_rank2", nn.GroupNorm(1, 13), (_values(3, 13),)),
+    ]
+
+
+def _check_upsample(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "input")).dim() != 4:
+        return "the input must be [N, C, H, W]"
+    output_size, scales = arg(node, "output_size"), arg(node, "scale_factors")
+    if (output_size is None) == (scales is None):
+        return "exactly one of output_size and scale_factors must be given"
+    if output_size is not None and any(not isinstance(v, int) for v in output_size):
+        return "symbolic output_size is not supported"
+    return None
+
+
+def _check_pixel_shuffle(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() < 3:
+        return "the input must have rank 3 or more"
+    return None
+
+
+@_seeded
+def _upsample_nearest2d_samples() -> List[SampleCase]:
+    up = torch.nn.Upsample
+    return [
+        SampleCase("scale2_batch2", up(scale_factor=2), (_values(2, 3, 5, 7),)),
+        SampleCase("size_7x9_from_5x5", up(size=(7, 9)), (_values(1, 3, 5, 5),)),
+        SampleCase("scale_1.5_2.5", up(scale_factor=(1.5, 2.5)), (_values(1, 2, 5, 3),)),
+        SampleCase("downsize_3x2", up(size=(3, 2)), (_values(2, 2, 7, 5),)),
+        SampleCase("size1_input", up(scale_factor=3), (_values(1, 1, 1, 1),)),
+    ]
+
+
+@_seeded
+def _upsample_bilinear2d_samples() -> List[SampleCase]:
+    up = torch.nn.Upsample
+    return [
+        SampleCase("scale2_batch2", up(scale_factor=2, mode="bilinear"), (_values(2, 3, 5, 7),)),
+        SampleCase("scale2_align_corners", up(scale_factor=2, mode="bilinear", align_corners=True), (_values(2, 3, 5, 7),)),
+        SampleCase("size_7x9", up(size=(7, 9), mode="bilinear"), (_values(1, 3, 5, 5),)),
+        SampleCase("size_7x9_align_corners", up(size=(7, 9), mode="bilinear", align_corners=True), (_values(1, 3, 5, 5),)),
+        SampleCase("downscale_0.5", up(scale_factor=0.5, mode="bilinear"), (_values(1, 2, 13, 8),)),
+        SampleCase("size1_to_1x1_align_corners", up(size=(1, 1), mode="bilinear", align_corners=True), (_values(1, 2, 3, 3),)),
+        SampleCase("from_1x1", up(size=(4, 3), mode="bilinear"), (_values(2, 2, 1, 1),)),
+    ]
+
+
+@_seeded
+def _pixel_shuffle_samples() -> List[SampleCase]:
+    return [
+        SampleCase("factor2_batch2", torch.nn.PixelShuffle(2), (_values(2, 8, 5, 3),)),
+        SampleCase("factor3", torch.nn.PixelShuffle(3), (_values(1, 9, 2, 2),)),
+        SampleCase("rank5", torch.nn.PixelShuffle(2), (_values(2, 3, 4, 3, 3),)),
+        SampleCase("int64_rank3", torch.nn.PixelShuffle(2), (_ints(4, 3, 5),)),
+    ]
+
+
+@_seeded
+def _pixel_unshuffle_samples() -> List[SampleCase]:
+    return [
+        SampleCase("factor2_batch2", torch.nn.PixelUnshuffle(2), (_values(2, 2, 6, 4),)),
+        SampleCase("factor3", torch.nn.PixelUnshuffle(3), (_values(1, 1, 9, 3),)),
+        SampleCase("rank5", torch.nn.PixelUnshuffle(2), (_values(2, 3, 1, 4, 2),)),
+        SampleCase("int64_rank3", torch.nn.PixelUnshuffle(2), (_ints(1, 4, 6),)),
+    ]
+
+
+# ----------------------------------------------------------------------------
 # The entries
 
 _ELEMENTWISE = "Elementwise; ranks 0-8."
@@ -654,6 +909,39 @@ REGISTRY = OpRegistry(
         ),
         OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 aliases_input=True),
+        # ---- cnn family: convolution, pooling, upsampling, normalization, cat
+        OpEntry("cat", (aten.cat.default,), _cat_samples,
+                "Any dim, any number of inputs, ranks 1-8; inputs of the output's dtype." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_cat),
+        OpEntry("convolution", (aten.convolution.default,), _convolution_samples,
+                "1-D and 2-D (rank 3 or 4 input); any stride, padding, dilation, groups (depthwise too); "
+                "optional bias; transposed with output_padding; any batch size. 3-D is not supported.",
+                check=_check_convolution, kind="matmul"),
+        OpEntry("max_pool2d_with_indices", (aten.max_pool2d_with_indices.default,), _max_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; any kernel, stride, padding, dilation, ceil_mode; the int64 indices "
+                "are stored as int32 on the GPU.", dtypes=FP32 | {torch.int64}, check=_check_pool_window),
+        OpEntry("avg_pool2d", (aten.avg_pool2d.default,), _avg_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; ceil_mode, count_include_pad both ways, divisor_override.",
+                check=_check_avg_pool, kind="reduction"),
+        OpEntry("adaptive_avg_pool2d", (aten._adaptive_avg_pool2d.default,), _adaptive_avg_pool2d_samples,
+                "[C, H, W] or [N, C, H, W]; any output size (a 1x1 output exports as mean.dim).",
+                check=_check_pool_input, kind="reduction"),
+        OpEntry("batch_norm_inference", (aten._native_batch_norm_legit_no_training.default,), _batch_norm_samples,
+                "Inference (running statistics), input rank >= 2, channels in dim 1; weight and bias optional.",
+                check=_check_batch_norm),
+        OpEntry("native_group_norm", (aten.native_group_norm.default,), _group_norm_samples,
+                "Input rank >= 2, channels in dim 1; weight and bias optional; also outputs mean and rstd.",
+                check=_check_group_norm, kind="reduction"),
+        OpEntry("upsample_nearest2d", (aten.upsample_nearest2d.vec,), _upsample_nearest2d_samples,
+                "[N, C, H, W]; output_size or scale_factors (up or down).", check=_check_upsample),
+        OpEntry("upsample_bilinear2d", (aten.upsample_bilinear2d.vec,), _upsample_bilinear2d_samples,
+                "[N, C, H, W]; output_size or scale_factors; align_corners both ways.", check=_check_upsample),
+        OpEntry("pixel_shuffle", (aten.pixel_shuffle.default,), _pixel_shuffle_samples,
+                "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_pixel_shuffle, keep_undecomposed=True),
+        OpEntry("pixel_unshuffle", (aten.pixel_unshuffle.default,), _pixel_unshuffle_samples,
+                "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_pixel_shuffle, keep_undecomposed=True),
     ]
 )
 

@@ -46,8 +46,17 @@ void main() {
       int m = m0 + int(mm), k = k0 + int(kk);
       a_tile[kk][mm] = (m < p.M && k < p.K) ? a_data[a_base + m * p.a_sm + k * p.a_sk] : 0.0;
     }
+    // Walk B along whichever of k and n is contiguous, so neighbouring
+    // invocations read neighbouring addresses (linear weights are contiguous in k).
     for (uint e = tid; e < BK * TN; e += nthreads) {
-      uint nn = e % TN, kk = e / TN;
+      uint nn, kk;
+      if (p.b_sk == 1) {
+        kk = e % BK;
+        nn = e / BK;
+      } else {
+        nn = e % TN;
+        kk = e / TN;
+      }
       int n = n0 + int(nn), k = k0 + int(kk);
       b_tile[kk][nn] = (n < p.N && k < p.K) ? b_data[b_base + k * p.b_sk + n * p.b_sn] : 0.0;
     }

@@ -40,15 +40,15 @@ def test_only_linear_is_kept_from_decomposition():
 
 def test_lookup_gives_reasons():
     class Ops(torch.nn.Module):
-        def forward(self, x, i):
-            return torch.cumsum(x, 0), i + i, torch.relu(x)
+        def forward(self, x, d):
+            return torch.cumsum(x, 0), d + d, torch.relu(x)
 
-    program = torch.export.export(Ops(), (torch.randn(3), torch.arange(3, dtype=torch.int32)))
+    program = torch.export.export(Ops(), (torch.randn(3), torch.randn(3, dtype=torch.float64)))
     results = {
         node.name: lookup(node) for node in program.graph.nodes if node.op == "call_function"
     }
     assert results["cumsum"] == (None, "aten.cumsum.default is not in the vkdelegate op registry")
-    assert results["add"] == (None, "input i is int32; add supports float32")
+    assert results["add"] == (None, "input d is float64; add supports float32, int32, int64")
     entry, reason = results["relu"]
     assert entry.name == "relu" and reason is None
 

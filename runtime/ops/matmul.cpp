@@ -13,8 +13,12 @@ struct MatmulParams {
   float alpha, beta, pad1, pad2;
 };
 
-constexpr LocalSize kMatmulLocal{16, 16, 1};  // 64 x 64 output tile
-constexpr uint32_t kTile = 64;
+// Each invocation computes 4 x 4 outputs: a (16, 16) workgroup makes a 64 x 64
+// tile, an (8, 8) one a 32 x 32 tile, for problems too small to fill the GPU
+// with large tiles.
+constexpr LocalSize kLargeTiles{16, 16, 1};
+constexpr LocalSize kSmallTiles{8, 8, 1};
+constexpr int64_t kEnoughWorkgroups = 128;
 
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
@@ -42,17 +46,22 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     if (id >= 0) require_float(g, id);
   }
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
+  // Tile size from the planned (largest) sizes.
+  const Problem planned = shape(g, ids);
+  const int64_t large_groups = ((planned.p.N + 63) / 64) * ((planned.p.M + 63) / 64) * planned.p.batch;
+  const LocalSize local = large_groups >= kEnoughWorkgroups ? kLargeTiles : kSmallTiles;
+  const uint32_t tile = local[0] * 4;
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  g.add_node(g.current_op(), "matmul", kMatmulLocal, {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), "matmul", local, {out, a, b, bias >= 0 ? bias : a},
+             [ids, shape, alpha, beta, tile](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
                pr.p.beta = beta;
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
                node.set_params(pr.p);
-               node.groups = {static_cast<uint32_t>((pr.p.N + kTile - 1) / kTile),
-                              static_cast<uint32_t>((pr.p.M + kTile - 1) / kTile),
+               node.groups = {static_cast<uint32_t>((pr.p.N + tile - 1) / tile),
+                              static_cast<uint32_t>((pr.p.M + tile - 1) / tile),
                               static_cast<uint32_t>(pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0) node.groups = {0, 0, 0};
              });

@@ -1,4 +1,4 @@
-// Normalizations: native_layer_norm.
+// Normalizations: native_layer_norm, batch norm in inference, native_group_norm.
 #include "op_utils.h"
 
 namespace vkd {
@@ -51,10 +51,92 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
              });
 }
 
+
+struct BatchNormParams {
+  int32_t numel, C, inner, has_weight, has_bias;
+  float eps;
+  int32_t pad[2];
+};
+
+// _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
+//                                      momentum, eps) -> (out, save_mean, save_rstd)
+// In inference the two saved statistics are empty tensors.
+void add_batch_norm(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 10) g.fail("expected 7 arguments and 3 outputs");
+  const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
+  const int mean = a[3], var = a[4], out = a[7], save_mean = a[8], save_rstd = a[9];
+  for (int id : {in, weight, bias, mean, var, out}) {
+    if (id >= 0) require_float(g, id);
+  }
+  const float eps = static_cast<float>(g.get_double(a[6]));
+  if (g.tensor(in).dim() < 2) g.fail("batch norm needs an input of rank 2 or more");
+  const int64_t C = g.tensor(in).sizes[1];
+  for (int id : {weight, bias, mean, var}) {
+    if (id >= 0 && g.tensor(id).numel() != C) g.fail("weight, bias and running stats must have one value per channel");
+  }
+  g.add_node(g.current_op(), "batch_norm", kLocal1D,
+             {out, in, weight >= 0 ? weight : mean, bias >= 0 ? bias : mean, mean, var},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& x = g.tensor(in);
+               if (x.dim() < 2 || x.sizes[1] != C) g.fail("input " + sizes_str(x.sizes) + " does not have " + std::to_string(C) + " channels");
+               g.tensor(out).sizes = x.sizes;
+               g.tensor(save_mean).sizes = {0};
+               g.tensor(save_rstd).sizes = {0};
+               int64_t inner = 1;
+               for (int64_t d = 2; d < x.dim(); ++d) inner *= x.sizes[d];
+               node.set_params(BatchNormParams{static_cast<int32_t>(x.numel()), static_cast<int32_t>(C),
+                                               static_cast<int32_t>(inner), weight >= 0, bias >= 0, eps, {0, 0}});
+               node.set_groups_1d(x.numel(), kLocal1D[0]);
+             });
+}
+
+struct GroupNormParams {
+  int32_t rows, D, HxW, cpg, groups, has_weight, has_bias;
+  float eps;
+};
+
+// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd)
+void add_group_norm(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 11) g.fail("expected 8 arguments and 3 outputs");
+  const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
+  const int out = a[8], mean = a[9], rstd = a[10];
+  for (int id : {in, weight, bias, out, mean, rstd}) {
+    if (id >= 0) require_float(g, id);
+  }
+  const int64_t groups = g.get_int(a[6]);
+  const float eps = static_cast<float>(g.get_double(a[7]));
+  const Tensor& x0 = g.tensor(in);
+  if (x0.dim() < 2) g.fail("group norm needs an input of rank 2 or more");
+  const int64_t C = x0.sizes[1];
+  if (groups < 1 || C % groups != 0) g.fail("channels " + std::to_string(C) + " are not divisible by groups " + std::to_string(groups));
+  for (int id : {weight, bias}) {
+    if (id >= 0 && g.tensor(id).numel() != C) g.fail("weight and bias must have one value per channel");
+  }
+  g.add_node(g.current_op(), "group_norm", kNormLocal,
+             {out, mean, rstd, in, weight >= 0 ? weight : in, bias >= 0 ? bias : in},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& x = g.tensor(in);
+               if (x.dim() < 2 || x.sizes[1] != C) g.fail("input " + sizes_str(x.sizes) + " does not have " + std::to_string(C) + " channels");
+               const int64_t N = x.sizes[0];
+               int64_t hxw = 1;
+               for (int64_t d = 2; d < x.dim(); ++d) hxw *= x.sizes[d];
+               g.tensor(out).sizes = x.sizes;
+               g.tensor(mean).sizes = {N, groups};
+               g.tensor(rstd).sizes = {N, groups};
+               const int64_t rows = N * groups;
+               node.set_params(GroupNormParams{static_cast<int32_t>(rows), static_cast<int32_t>(C / groups * hxw),
+                                               static_cast<int32_t>(hxw), static_cast<int32_t>(C / groups),
+                                               static_cast<int32_t>(groups), weight >= 0, bias >= 0, eps});
+               node.set_groups_1d(rows, 1);  // one workgroup per (n, group)
+             });
+}
+
 }  // namespace
 
 VKD_REGISTER_OPS(register_norm_ops) {
   register_op("aten.native_layer_norm.default", add_layer_norm);
+  register_op("aten._native_batch_norm_legit_no_training.default", add_batch_norm);
+  register_op("aten.native_group_norm.default", add_group_norm);
 }
 
 }  // namespace vkd

@@ -1,0 +1,168 @@
+"""Times vkdelegate (through the C++ runner) and PyTorch CUDA on the same GPU, in
+one run, and writes results.json and results.md into --out.
+
+Runs inside a bundle made by make_bundle.py; needs torch with CUDA, no executorch.
+Kernel figures (GB/s, TFLOP/s) compare GPU time only: ours from the runner's
+timestamp queries, PyTorch's from CUDA events. Model figures are per-execute
+latencies: ours include copying the input in and the output out, PyTorch's
+inputs already sit on the GPU.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from cases import MICRO, work_rate  # noqa: E402
+from models import MODELS  # noqa: E402
+
+
+def run_runner(pte, iters, profile):
+    args = [os.path.join(HERE, "vkdelegate_runner"), "--model", os.path.join(HERE, pte),
+            "--iters", str(iters), "--warmup", "10"] + (["--profile"] if profile else [])
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"runner failed on {pte}: {r.stderr.strip()[-2000:]}")
+    text = r.stdout
+    lat = re.search(r"latency over \d+ iterations: min ([\d.]+) ms, median ([\d.]+) ms", text)
+    load = re.search(r"load: ([\d.]+) ms", text)
+    device = re.search(r"device: (.*)", text)
+    result = {"min_ms": float(lat.group(1)), "median_ms": float(lat.group(2)),
+              "load_ms": float(load.group(1)), "device": device.group(1).strip()}
+    if profile:
+        total = re.search(r"GPU time per dispatch \(total ([\d.]+) us\)", text)
+        result["gpu_us"] = float(total.group(1))
+        result["profile"] = text[text.index("GPU time per dispatch"):]
+    return result
+
+
+def cuda_event_ms(fn, iters):
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def wall_ms(fn, iters):
+    import time
+
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def cuda_graph_ms(module, inputs, iters):
+    static = [x.clone() for x in inputs]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            module(*static)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        module(*static)
+    return wall_ms(graph.replay, iters)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--iters", type=int, default=200)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    with open(os.path.join(HERE, "manifest.json")) as f:
+        manifest = json.load(f)
+
+    rows = []
+    for case in manifest["cases"]:
+        name = case["name"]
+        row = {"name": name, "kind": case["kind"]}
+        try:
+            if case["kind"] == "micro":
+                factory, unit, work = MICRO[name]
+                module, inputs = factory()
+                module = module.cuda().eval()
+                inputs = [x.cuda() for x in inputs]
+                with torch.no_grad():
+                    torch_ms = cuda_event_ms(lambda: module(*inputs), 50)
+                ours = run_runner(case["pte"], 20, profile=True)
+                ours_ms = ours["gpu_us"] / 1e3
+                row.update(unit=unit, ours=work_rate(unit, work, ours_ms / 1e3),
+                           torch=work_rate(unit, work, torch_ms / 1e3), ours_gpu_ms=ours_ms,
+                           torch_ms=torch_ms, load_ms=ours["load_ms"], profile=ours["profile"])
+                row["ratio"] = row["ours"] / row["torch"]
+            else:
+                module, inputs = MODELS[name]()
+                module = module.cuda().eval()
+                inputs = [x.cuda() for x in inputs]
+                with torch.no_grad():
+                    eager = wall_ms(lambda: module(*inputs), args.iters)
+                    graph = cuda_graph_ms(module, inputs, args.iters)
+                ours = run_runner(case["pte"], args.iters, profile=False)
+                row.update(unit="ms", ours=ours["median_ms"], torch_eager=eager, torch_graph=graph,
+                           load_ms=ours["load_ms"], ratio=ours["median_ms"] / graph)
+                row["profile"] = run_runner(case["pte"], 5, profile=True)["profile"]
+            row["device"] = ours["device"]
+        except Exception as e:  # one failing case must not hide the others
+            row["error"] = str(e)
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
+
+    meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(), "command": manifest["command"]}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(markdown(meta, rows))
+    print(markdown(meta, rows))
+
+
+def markdown(meta, rows):
+    device = next((r["device"] for r in rows if "device" in r), "?")
+    lines = [f"Measured {meta['date']} on {device} (PyTorch {meta['torch']} CUDA on {meta['gpu']}, same run).",
+             f"Command: `{meta['command']}`", "",
+             "| case | vkdelegate | PyTorch CUDA | ratio | load ms |", "|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['name']} | error: {r['error'][:80]} | | | |")
+        elif r["kind"] == "micro":
+            lines.append(f"| {r['name']} ({r['unit']}) | {r['ours']:.1f} | {r['torch']:.1f} | "
+                         f"{r['ratio']:.2f}x | {r['load_ms']:.0f} |")
+        else:
+            lines.append(f"| {r['name']} latency (ms) | {r['ours']:.3f} | eager {r['torch_eager']:.3f}, "
+                         f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} |")
+    lines.append("")
+    lines.append("Kernel rows compare GPU time (our timestamp queries vs CUDA events; ratio > 1 is faster "
+                 "than PyTorch). Model rows: per-execute latency incl. host copies vs PyTorch with inputs on "
+                 "the GPU (ratio < 1 is faster than the CUDA graph).")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

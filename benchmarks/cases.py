@@ -1,0 +1,66 @@
+"""The benchmark cases: what is measured, how big, and how to count its work.
+
+Plain torch only (no executorch): the bundle's PyTorch side imports this on the
+GPU machine too. Each case builds a module and inputs; `work` says what one run
+moves or computes, so times become GB/s or TFLOP/s.
+"""
+import torch
+from torch import nn
+
+
+class Add(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+
+class MatMul(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+
+
+class Softmax(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        torch.manual_seed(0)
+        self.norm = nn.LayerNorm(n)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+class Conv3x3(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(64, 64, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def _f32(*shape):
+    torch.manual_seed(1)
+    return torch.randn(*shape)
+
+
+M64 = 64 * 1024 * 1024
+
+# name -> (factory returning (module, inputs), unit, amount of work per run)
+MICRO = {
+    "add_64M_fp32": (lambda: (Add(), (_f32(M64), _f32(M64))), "GB/s", 3 * 4 * M64),
+    "mm_fp32_1024": (lambda: (MatMul(), (_f32(1024, 1024), _f32(1024, 1024))), "TFLOP/s", 2 * 1024**3),
+    "mm_fp32_4096": (lambda: (MatMul(), (_f32(4096, 4096), _f32(4096, 4096))), "TFLOP/s", 2 * 4096**3),
+    "softmax_4096x4096": (lambda: (Softmax(), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
+    "layer_norm_4096x4096": (lambda: (LayerNorm(4096), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
+    "conv3x3_64c_56_b1": (lambda: (Conv3x3(), (_f32(1, 64, 56, 56),)), "TFLOP/s", 2 * 64 * 64 * 9 * 56 * 56),
+    "conv3x3_64c_56_b32": (lambda: (Conv3x3(), (_f32(32, 64, 56, 56),)), "TFLOP/s", 32 * 2 * 64 * 64 * 9 * 56 * 56),
+}
+
+
+def work_rate(unit, work, seconds):
+    return work / seconds / (1e9 if unit == "GB/s" else 1e12)

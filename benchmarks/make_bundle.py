@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Builds the GPU benchmark bundle in benchmarks/bundle/ (git-ignored, < 64 MiB):
+the C++ runner, libexecutorch.so and the kernels it links from the executorch
+wheel, one .pte per case, the PyTorch comparison script with the plain-torch
+model definitions. Prints the command to run on the GPU machine.
+
+    python benchmarks/make_bundle.py                      # micro-benchmarks + default models
+    python benchmarks/make_bundle.py --models resnet18    # other models (bundles must stay < 64 MiB)
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import executorch
+import torch
+from executorch.exir import to_edge_transform_and_lower
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from cases import MICRO  # noqa: E402
+from vkdelegate.examples.models import MODELS  # noqa: E402
+from vkdelegate.partitioner import VulkanPartitioner  # noqa: E402
+
+LIMIT = 64 * 1024 * 1024
+LIBS = ["libexecutorch.so", "libexecutorch_kernels_optimized.so", "libexecutorch_threadpool.so"]
+
+
+def lower(module, inputs):
+    ep = torch.export.export(module.eval(), tuple(inputs))
+    edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()])
+    gm = edge.exported_program().graph_module
+    delegates = sum(1 for n in gm.graph.nodes if getattr(n.target, "__name__", "") == "executorch_call_delegate")
+    on_cpu = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"
+              and getattr(n.target, "__name__", "") not in ("executorch_call_delegate", "getitem")]
+    return edge.to_executorch().buffer, delegates, on_cpu
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--micro", nargs="*", default=sorted(MICRO))
+    ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
+    ap.add_argument("--out", default=os.path.join(HERE, "bundle"))
+    args = ap.parse_args()
+
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
+    runner = os.path.join(ROOT, "runtime", "vkdelegate_runner")
+    shutil.copy2(runner, args.out)
+    libdir = os.path.join(list(executorch.__path__)[0], "lib")
+    for lib in LIBS:
+        shutil.copy2(os.path.join(libdir, lib), args.out)
+    for name in ("bench_gpu.py", "cases.py", "run_gpu.sh"):
+        shutil.copy2(os.path.join(HERE, name), args.out)
+    shutil.copytree(os.path.join(ROOT, "examples", "models"), os.path.join(args.out, "models"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    cases = []
+    for name in args.micro:
+        factory, _, _ = MICRO[name]
+        cases.append(("micro", name, factory))
+    for name in args.models:
+        if name not in MODELS:
+            print(f"skip model {name}: not in examples/models yet")
+            continue
+        cases.append(("model", name, MODELS[name]))
+    entries = []
+    for kind, name, factory in cases:
+        module, inputs = factory()
+        try:
+            pte, delegates, on_cpu = lower(module, inputs)
+        except Exception as e:
+            print(f"skip {name}: lowering failed: {e}")
+            continue
+        if delegates != 1 or on_cpu:
+            print(f"skip {name}: {delegates} delegates, on CPU: {on_cpu}")
+            continue
+        with open(os.path.join(args.out, name + ".pte"), "wb") as f:
+            f.write(pte)
+        entries.append({"name": name, "kind": kind, "pte": name + ".pte"})
+        print(f"{name}: {len(pte) / 1e6:.1f} MB")
+
+    rel = os.path.relpath(args.out, ROOT)
+    command = f"bash {rel}/run_gpu.sh $OUT"
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump({"cases": entries, "command": command}, f, indent=1)
+    size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
+    print(f"bundle: {args.out}, {size / 2**20:.1f} MiB")
+    if size > LIMIT:
+        sys.exit(f"the bundle is {size / 2**20:.1f} MiB, over the 64 MiB that travels: bundle fewer models")
+    print("Run on the GPU machine (the device tool), carrying .gl2, .gltools and the bundle "
+          "(fetch the first two once with benchmarks/fetch_gpu_loader.sh):")
+    print(f"  carry: [\".gl2\", \".gltools\", \"{rel}\"]   command: {command}")
+
+
+if __name__ == "__main__":
+    main()

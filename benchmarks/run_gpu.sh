@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root of the copied tree:
+#   bash benchmarks/bundle/run_gpu.sh "$OUT"
+# Sets up Vulkan (loader from .gl2, tools and validation layer from .gltools),
+# then times vkdelegate (the C++ runner) and PyTorch CUDA on the same GPU.
+set -euo pipefail
+out=${1:?usage: run_gpu.sh OUT_DIR}
+root=$(pwd)
+for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
+ldconfig
+tools=/tmp/vktools
+mkdir -p "$tools"
+for f in "$root"/.gltools/*.deb; do dpkg -x "$f" "$tools"; done
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+export VK_LAYER_PATH=$tools/usr/share/vulkan/explicit_layer.d
+export LD_LIBRARY_PATH=$tools/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+cd "$(dirname "$0")"
+python3 bench_gpu.py --out "$out" "${@:2}"

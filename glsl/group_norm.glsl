@@ -1,0 +1,69 @@
+// native_group_norm: one workgroup per (n, group), whose C / groups * HxW
+// elements are contiguous; two passes (mean, then variance around it). Writes
+// mean and rstd per (n, group) and the per-channel affine output.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
+layout(set = 0, binding = 1) writeonly buffer Mean { float mean_data[]; };
+layout(set = 0, binding = 2) writeonly buffer Rstd { float rstd_data[]; };
+layout(set = 0, binding = 3) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 4) readonly buffer Weight { float weight_data[]; };
+layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 6) uniform Params {
+  int rows;   // N * groups
+  int D;      // C / groups * HxW
+  int HxW;
+  int cpg;    // channels per group
+  int groups;
+  int has_weight;
+  int has_bias;
+  float eps;
+} p;
+
+shared float partial[gl_WorkGroupSize.x];
+
+float workgroup_sum(float v) {
+  const uint t = gl_LocalInvocationID.x;
+  partial[t] = v;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) partial[t] += partial[t + s];
+    barrier();
+  }
+  float r = partial[0];
+  barrier();
+  return r;
+}
+
+void main() {
+  const int row = int(flat_group());
+  if (row >= p.rows) return;  // uniform across the workgroup
+  const int base = row * p.D;
+  const int t = int(gl_LocalInvocationID.x);
+  const int n = int(gl_WorkGroupSize.x);
+  const int c0 = (row % p.groups) * p.cpg;
+
+  float s = 0.0;
+  for (int d = t; d < p.D; d += n) s += in_data[base + d];
+  const float mean = workgroup_sum(s) / float(p.D);
+  float v = 0.0;
+  for (int d = t; d < p.D; d += n) {
+    float c = in_data[base + d] - mean;
+    v += c * c;
+  }
+  const float rstd = inversesqrt(workgroup_sum(v) / float(p.D) + p.eps);
+  for (int d = t; d < p.D; d += n) {
+    const int c = c0 + d / p.HxW;
+    float y = (in_data[base + d] - mean) * rstd;
+    if (p.has_weight != 0) y *= weight_data[c];
+    if (p.has_bias != 0) y += bias_data[c];
+    out_data[base + d] = y;
+  }
+  if (t == 0) {
+    mean_data[row] = mean;
+    rstd_data[row] = rstd;
+  }
+}

@@ -1,0 +1,110 @@
+// aten.convolution: 1-D and 2-D, any stride, padding, dilation and groups,
+// optional bias; transposed with output_padding. 1-D runs as 2-D with H = 1.
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+struct ConvParams {
+  int32_t N, C, H, W;
+  int32_t OC, OH, OW, KH;
+  int32_t KW, stride_h, stride_w, pad_h;
+  int32_t pad_w, dil_h, dil_w, groups;
+  int32_t icpg, ocpg, oc_blocks, ow_blocks;
+  int32_t has_bias, total, pad0, pad1;
+};
+
+constexpr int kTileOC = 4;  // TOC of the conv2d variant
+constexpr int kTileOW = 4;  // TOW of both variants
+
+// A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
+std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
+  const IntList& v = g.get_int_list(id);
+  if (v.size() == 1) return {spatial == 1 ? one_d_h : v[0], v[0]};
+  if (static_cast<int>(v.size()) != spatial) {
+    g.fail(std::string(what) + " " + sizes_str(v) + " does not match a " + std::to_string(spatial) + "-D convolution");
+  }
+  return {v[0], v[1]};
+}
+
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
+void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
+  const int in = a[0], weight = a[1], bias = g.is_null(a[2]) ? -1 : a[2], out = a[9];
+  for (int id : {in, weight, bias, out}) {
+    if (id >= 0) require_float(g, id);
+  }
+  const Tensor& x = g.tensor(in);
+  const Tensor& w = g.tensor(weight);
+  if (x.dim() != 3 && x.dim() != 4) {
+    g.fail("input of rank " + std::to_string(x.dim()) + ": only 1-D and 2-D convolutions (rank 3 or 4) are supported");
+  }
+  if (w.dim() != x.dim()) g.fail("weight rank does not match the input rank");
+  const int spatial = static_cast<int>(x.dim()) - 2;
+  const auto [sh, sw] = hw(g, a[3], spatial, 1, "stride");
+  const auto [ph, pw] = hw(g, a[4], spatial, 0, "padding");
+  const auto [dh, dw] = hw(g, a[5], spatial, 1, "dilation");
+  const bool transposed = g.get_bool(a[6]);
+  const auto [oph, opw] = hw(g, a[7], spatial, 0, "output_padding");
+  const int64_t groups = g.get_int(a[8]);
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || ph < 0 || pw < 0 || oph < 0 || opw < 0 || groups < 1) {
+    g.fail("stride and dilation must be positive, padding and output_padding non-negative, groups positive");
+  }
+  if (transposed && ((oph >= sh && oph >= dh) || (opw >= sw && opw >= dw))) {
+    g.fail("output_padding must be smaller than stride or dilation");
+  }
+  const int64_t KH = spatial == 2 ? w.sizes[2] : 1, KW = w.sizes.back();
+  // Weight [OC, C/groups, k...] or, transposed, [C, OC/groups, k...].
+  const int64_t C = x.sizes[1];
+  const int64_t OC = transposed ? w.sizes[1] * groups : w.sizes[0];
+  const int64_t icpg = C / groups, ocpg = OC / groups;
+  if (C % groups != 0 || (transposed ? w.sizes[0] != C : (w.sizes[1] != icpg || OC % groups != 0))) {
+    g.fail("weight " + sizes_str(w.sizes) + " does not fit input " + sizes_str(x.sizes) + " with groups=" +
+           std::to_string(groups));
+  }
+  if (bias >= 0 && g.tensor(bias).numel() != OC) g.fail("bias must have one value per output channel");
+  const bool depthwise = !transposed && ocpg < kTileOC;
+  const std::string shader = transposed ? "conv_transpose2d" : depthwise ? "conv2d_dw" : "conv2d";
+  const int toc = depthwise ? 1 : kTileOC;
+  g.add_node(g.current_op(), shader, kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& x = g.tensor(in);
+               if (x.dim() != spatial + 2 || x.sizes[1] != C) {
+                 g.fail("input " + sizes_str(x.sizes) + " does not fit the weight");
+               }
+               const int64_t N = x.sizes[0], H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
+               int64_t OH, OW;
+               if (transposed) {
+                 OH = (H - 1) * sh - 2 * ph + dh * (KH - 1) + oph + 1;
+                 OW = (W - 1) * sw - 2 * pw + dw * (KW - 1) + opw + 1;
+               } else {
+                 OH = (H + 2 * ph - dh * (KH - 1) - 1) / sh + 1;
+                 OW = (W + 2 * pw - dw * (KW - 1) - 1) / sw + 1;
+               }
+               if (OH < 1 || OW < 1) g.fail("input " + sizes_str(x.sizes) + " is too small for the kernel");
+               Tensor& o = g.tensor(out);
+               o.sizes = spatial == 2 ? Sizes{N, OC, OH, OW} : Sizes{N, OC, OW};
+               ConvParams p{};
+               p.N = N, p.C = C, p.H = H, p.W = W;
+               p.OC = OC, p.OH = OH, p.OW = OW, p.KH = KH;
+               p.KW = KW, p.stride_h = sh, p.stride_w = sw, p.pad_h = ph;
+               p.pad_w = pw, p.dil_h = dh, p.dil_w = dw, p.groups = groups;
+               p.icpg = icpg, p.ocpg = ocpg;
+               p.oc_blocks = (ocpg + toc - 1) / toc;
+               p.ow_blocks = (OW + kTileOW - 1) / kTileOW;
+               p.has_bias = bias >= 0;
+               const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
+               p.total = static_cast<int32_t>(total);
+               node.set_params(p);
+               node.set_groups_1d(total, kLocal1D[0]);
+             });
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_conv_ops) {
+  register_op("aten.convolution.default", add_convolution);
+}
+
+}  // namespace vkd
