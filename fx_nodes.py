@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import sympy
 import torch
 from torch.fx import Node
+from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
 _NO_VALUE = object()
 
@@ -121,14 +122,26 @@ def lower_bound_sizes(val: torch.Tensor) -> Tuple[int, ...]:
     """val's sizes, each symbolic size replaced by its smallest allowed value.
 
     While tracing, export assumes dynamic sizes are not 0 or 1, and the edge
-    program records a Dim(min=1) (or min=0) as a lower bound of 2: the user's
-    min is lost. A lower bound of 2 is therefore taken as 1 (the kernels run
-    any size; 0 stays excluded).
+    program records a Dim(min=1) (or min=0) as a symbol with a lower bound of
+    2: the user's min is lost. Such a symbol is therefore taken to start at 1
+    (the kernels run any size; 0 stays excluded).
     """
     sizes = []
     for size in val.shape:
-        lower = _bound(size, "lower")
-        sizes.append(1 if isinstance(size, torch.SymInt) and lower == 2 else lower)
+        if not isinstance(size, torch.SymInt):
+            sizes.append(int(size))
+            continue
+        expr = size.node.expr
+        shape_env = size.node.shape_env
+        ranges = {}
+        for symbol in expr.free_symbols:
+            bounds = shape_env.bound_sympy(symbol)
+            lower = 1 if bounds.lower == 2 else bounds.lower
+            ranges[symbol] = ValueRanges(lower, bounds.upper)
+        lower = bound_sympy(expr, ranges).lower
+        if not isinstance(lower, sympy.Integer):
+            raise ValueError(f"dynamic size {expr} has no lower bound")
+        sizes.append(int(lower))
     return tuple(sizes)
 
 

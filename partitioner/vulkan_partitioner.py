@@ -87,7 +87,7 @@ class VulkanOperatorSupport(OperatorSupportBase):
         self.registry = REGISTRY if registry is None else registry
         self.rejections: Dict[Node, str] = {}
         self._foldable: Dict[Node, bool] = {}
-        self._symint_reasons: Dict[Node, Optional[str]] = {}
+        self._symint_reasons: Dict[Tuple[str, Node], Optional[str]] = {}
 
     def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: Node) -> bool:
         if node.op != "call_function":
@@ -126,16 +126,26 @@ class VulkanOperatorSupport(OperatorSupportBase):
         return None
 
     def _symint_reason(self, node: Node) -> Optional[str]:
-        """A symbolic int node goes into a partition only if all of its users can."""
-        if node not in self._symint_reasons:
-            self._symint_reasons[node] = self._compute_symint_reason(node)
-        return self._symint_reasons[node]
+        """A symbolic int node goes into a partition if its operands can and all of its users can."""
+        return self._symint_operands_reason(node) or self._symint_users_reason(node)
 
-    def _compute_symint_reason(self, node: Node) -> Optional[str]:
+    def _symint_operands_reason(self, node: Node) -> Optional[str]:
+        key = ("operands", node)
+        if key not in self._symint_reasons:
+            self._symint_reasons[key] = self._compute_operands_reason(node)
+        return self._symint_reasons[key]
+
+    def _symint_users_reason(self, node: Node) -> Optional[str]:
+        key = ("users", node)
+        if key not in self._symint_reasons:
+            self._symint_reasons[key] = self._compute_users_reason(node)
+        return self._symint_reasons[key]
+
+    def _compute_operands_reason(self, node: Node) -> Optional[str]:
         for item in node.args:
             if isinstance(item, Node):
                 if is_symint(item):
-                    if not is_symint_op(item) or self._symint_reason(item) is not None:
+                    if not is_symint_op(item) or self._symint_operands_reason(item) is not None:
                         return f"operand {item.name} is not computed by vkdelegate"
                 elif fake_tensor(item) is None:
                     return f"operand {item.name} is not a tensor or a symbolic int"
@@ -145,10 +155,16 @@ class VulkanOperatorSupport(OperatorSupportBase):
             upper_bound_int(node.meta["val"])
         except ValueError as error:
             return str(error)
+        return None
+
+    def _compute_users_reason(self, node: Node) -> Optional[str]:
         for user in node.users:
             if user.op != "call_function":
                 return f"used by {user.op} node {user.name}"
-            reason = self._symint_reason(user) if is_symint_op(user) else self._own_reason(user)
+            if is_symint_op(user):
+                reason = self._symint_operands_reason(user) or self._symint_users_reason(user)
+            else:
+                reason = self._own_reason(user)
             if reason is not None:
                 return f"its user {user.name} is not delegated"
         return None
