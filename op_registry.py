@@ -60,6 +60,10 @@ class OpEntry:
     # The runtime makes the output a view of the first argument (add_view_node:
     # same storage), so memory planning keeps both in one allocation.
     aliases_input: bool = False
+    # Int arguments may be symbolic (dynamic sizes): the runtime reads them with
+    # g.get_int / g.get_int_list inside its update function, so they follow
+    # every resize. Without it, a node with a symbolic int argument stays on CPU.
+    symint_args: bool = False
     # Numerical kind, which picks the test tolerance against eager PyTorch:
     # "elementwise", "transcendental", "reduction" or "matmul".
     kind: str = "elementwise"
@@ -858,6 +862,7 @@ REGISTRY = OpRegistry(
             "Sizes may be symbolic (dynamic shapes)." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             aliases_input=True,
+            symint_args=True,
         ),
         OpEntry("permute_copy", (aten.permute_copy.default,), _permute_samples, "Ranks 0-8." + _INT_STORAGE, dtypes=ANY_DTYPE),
         OpEntry("unsqueeze_copy", (aten.unsqueeze_copy.default,), _unsqueeze_samples, "Output rank up to 8." + _INT_STORAGE,
@@ -880,6 +885,7 @@ REGISTRY = OpRegistry(
             _expand_samples,
             "-1 keeps a dim; sizes may be symbolic (dynamic shapes)." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
+            symint_args=True,
         ),
         OpEntry(
             "native_layer_norm",

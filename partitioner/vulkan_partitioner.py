@@ -123,6 +123,8 @@ class VulkanOperatorSupport(OperatorSupportBase):
             return reason
         if self.require_resize and not entry.supports_resize:
             return f"{entry.name} cannot resize, and require_dynamic_shapes is set"
+        if not entry.symint_args and any(is_symint(item) for item in node_inputs(node)):
+            return f"{entry.name} does not take symbolic int arguments"
         return None
 
     def _symint_reason(self, node: Node) -> Optional[str]:

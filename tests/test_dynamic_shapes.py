@@ -139,3 +139,22 @@ def test_symint_arithmetic_in_view_and_expand_sizes():
         for out, ref in zip(outs, model(x, y)):
             assert out.shape == ref.shape
             torch.testing.assert_close(out, ref, **TOLERANCES["elementwise"])
+
+
+class SliceToLength(torch.nn.Module):
+    """slice_copy with a symbolic end: its runtime reads the end at build only."""
+
+    def forward(self, x, table):
+        return table[:, : x.shape[1]] + x
+
+
+def test_ops_without_symint_args_stay_on_cpu_and_results_stay_right():
+    model = SliceToLength().eval()
+    seq = torch.export.Dim("seq", min=1, max=16)
+    table = torch.randn(1, 16, 4)
+    em = lower(model, (torch.randn(1, 8, 4), table), dynamic_shapes=({1: seq}, {}))
+    assert any("slice_copy" in op for op in cpu_ops(em))
+    method = load(em)
+    for t in (1, 16, 5):
+        x = torch.randn(1, t, 4)
+        torch.testing.assert_close(method.execute([x, table])[0], model(x, table))
