@@ -144,25 +144,25 @@ def test_unbounded_dynamic_shape_is_not_delegated(caplog):
 
 
 def test_unsupported_dtype_is_not_delegated(caplog):
-    class IntAdd(torch.nn.Module):
+    class DoubleAdd(torch.nn.Module):
         def forward(self, x, y):
             return x + y
 
-    inputs = (torch.arange(6, dtype=torch.int32), torch.arange(6, dtype=torch.int32))
+    inputs = (torch.arange(6, dtype=torch.float64), torch.arange(6, dtype=torch.float64))
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
-        edge = lower(IntAdd(), inputs)
+        edge = lower(DoubleAdd(), inputs)
     assert delegate_count(edge) == 0
-    assert "is int32; add supports float32" in caplog.text
+    assert "dtype torch.float64 cannot be serialized" in caplog.text
 
 
 def test_linear_kept_undecomposed_only_where_supported():
-    # An int linear is not delegated; it must then be decomposed, not kept
+    # A float64 linear is not delegated; it must then be decomposed, not kept
     # (ExecuTorch raises on a kept op that ends up neither decomposed nor delegated).
     class Mixed(torch.nn.Module):
         def forward(self, x, w, xi, wi):
             return torch.nn.functional.linear(x, w), torch.nn.functional.linear(xi, wi)
 
-    inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.int64), torch.ones(4, 3, dtype=torch.int64))
+    inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.float64), torch.ones(4, 3, dtype=torch.float64))
     edge = lower(Mixed(), inputs)
     assert "aten.linear.default" not in non_delegated_ops(edge)
     assert [call.name for call in deserialize_blob(only_blob(edge)).chain] == ["aten.linear.default"]
