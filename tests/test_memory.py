@@ -1,8 +1,8 @@
 """Memory planning: intermediates with disjoint lifetimes share device memory."""
 import subprocess
-import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from helpers import TOLERANCES, delegate_calls, lower, run_pte
@@ -134,3 +134,34 @@ def test_runner_prints_the_memory_report(tmp_path):
     line = next(line for line in result.stdout.splitlines() if "memory:" in line)
     for field in ("planned", "shared objects", "without sharing", "constants", "staging"):
         assert field in line
+
+
+def _unchecked_blob(graph, monkeypatch):
+    from vkdelegate.serialization import blob as blob_module
+    from vkdelegate.serialization.blob import serialize_graph
+
+    with monkeypatch.context() as patch:
+        patch.setattr(blob_module, "_validate_graph", lambda graph: None)
+        return serialize_graph(graph)
+
+
+def _relu_chain(mem_obj_ids, num_mem_objs, op="aten.relu.default"):
+    # %0 input -> op -> %1 -> relu -> %2 output
+    graph = GraphIR(values=[TensorValue(DType.float32, (4,), mem_obj_id=i) for i in mem_obj_ids])
+    graph.chain = [OpCall(op, (0, 1)), OpCall("aten.relu.default", (1, 2))]
+    graph.input_ids, graph.output_ids, graph.num_mem_objs = [0], [2], num_mem_objs
+    return graph
+
+
+def test_runtime_checks_the_plan(monkeypatch):
+    ok = _vkdelegate.Graph(_unchecked_blob(_relu_chain((-1, 0, -1), 1), monkeypatch))
+    assert ok.memory_report()["num_shared_objects"] == 1
+    with pytest.raises(ValueError, match="mem_obj_id 1 is out of range"):
+        _vkdelegate.Graph(_unchecked_blob(_relu_chain((-1, 1, -1), 1), monkeypatch))
+    with pytest.raises(ValueError, match="shared memory object; inputs and outputs must have their own"):
+        _vkdelegate.Graph(_unchecked_blob(_relu_chain((0, -1, -1), 1), monkeypatch))
+    # A view whose output the plan put apart from its input (a registry entry
+    # without aliases_input) is refused rather than left to corrupt memory.
+    view = _relu_chain((-1, 0, -1), 1, op="aten.alias_copy.default")
+    with pytest.raises(ValueError, match="aliases_input"):
+        _vkdelegate.Graph(_unchecked_blob(view, monkeypatch))
