@@ -58,7 +58,8 @@ class OpEntry:
     # Natively implemented: the partitioner asks ExecuTorch not to decompose it.
     keep_undecomposed: bool = False
     # The runtime makes the output a view of the first argument (add_view_node:
-    # same storage), so memory planning keeps both in one allocation.
+    # same storage) whenever both have one dtype, so memory planning keeps them
+    # in one allocation. Set it exactly: a kernel's input and output must not share.
     aliases_input: bool = False
     # Int arguments may be symbolic (dynamic sizes): the runtime reads them with
     # g.get_int / g.get_int_list inside its update function, so they follow
@@ -141,20 +142,92 @@ def _contiguous_layout(node: Node) -> Optional[str]:
 
 def _check_to_copy(node: Node) -> Optional[str]:
     dtype = arg(node, "dtype")
-    if dtype not in (None, torch.float32):
-        return f"conversion to {dtype} is not supported (only float32 copies)"
+    if dtype is not None and dtype not in ANY_DTYPE:
+        return f"conversion to {dtype} is not supported"
     return _contiguous_layout(node)
 
 
+def _dtype_names(dtypes) -> str:
+    return ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
+
+
+def _tensor_dtypes(node: Node, outputs: bool = True) -> set:
+    vals = [fake_tensor(item) for item in node_inputs(node)] + (output_tensors(node) if outputs else [])
+    return {val.dtype for val in vals if val is not None}
+
+
+def _scalar_args(node: Node) -> List[object]:
+    """The Scalar-typed arguments of node (numbers, not tensors)."""
+    return [arg(node, a.name) for a in node.target._schema.arguments
+            if str(a.type) in ("number", "Optional[number]")]
+
+
+def _check_int_scalars(node: Node, dtypes: set) -> Optional[str]:
+    """Scalars with integer tensors must be integers: the runtime has no type promotion."""
+    if dtypes & {torch.int32, torch.int64, torch.bool}:
+        for value in _scalar_args(node):
+            if value is not None and not isinstance(value, (bool, int)):
+                return f"a non-integer scalar ({value}) with an integer tensor is not supported"
+    return None
+
+
 def _check_binary(node: Node) -> Optional[str]:
-    """Tensor operands and output of one dtype (no type promotion); .Scalar overloads on float32."""
-    dtypes = {val.dtype for val in [fake_tensor(item) for item in node_inputs(node)] + output_tensors(node)
-              if val is not None}
+    """Tensor operands and output of one dtype (no type promotion); integer scalars with integer tensors."""
+    dtypes = _tensor_dtypes(node)
     if len(dtypes) > 1:
-        names = ", ".join(sorted(str(d).replace("torch.", "") for d in dtypes))
-        return f"mixed dtypes ({names}) are not supported"
-    if op_name(node.target).endswith(".Scalar") and dtypes != {torch.float32}:
-        return "the .Scalar overload is supported for float32 only"
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return _check_int_scalars(node, dtypes)
+
+
+def _check_compare(node: Node) -> Optional[str]:
+    """Operands of one dtype, bool output."""
+    dtypes = _tensor_dtypes(node, outputs=False)
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    if any(val.dtype != torch.bool for val in output_tensors(node)):
+        return "the output must be bool"
+    return _check_int_scalars(node, dtypes)
+
+
+def _check_div(node: Node) -> Optional[str]:
+    if "rounding_mode" in {a.name for a in node.target._schema.arguments}:
+        mode = arg(node, "rounding_mode")
+        if mode not in (None, "trunc", "floor"):
+            return f"rounding_mode {mode!r} is not supported"
+        if mode is None and _tensor_dtypes(node) != {torch.float32}:
+            return "true division is supported for float32 only"
+    return _check_binary(node)
+
+
+def _check_where(node: Node) -> Optional[str]:
+    condition = fake_tensor(arg(node, "condition"))
+    if condition is None or condition.dtype != torch.bool:
+        return "the condition must be a bool tensor"
+    dtypes = {val.dtype for val in [fake_tensor(arg(node, "self")), fake_tensor(arg(node, "other"))]
+              + output_tensors(node) if val is not None}
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_sum(node: Node) -> Optional[str]:
+    """Integer and bool sums give int64 (stored as int32 like the input); no float <-> int conversion."""
+    dtypes = _tensor_dtypes(node)
+    if torch.float32 in dtypes and len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_same_dtype(node: Node) -> Optional[str]:
+    dtypes = _tensor_dtypes(node)
+    if len(dtypes) > 1:
+        return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_softplus(node: Node) -> Optional[str]:
+    if arg(node, "beta") == 0:
+        return "softplus beta must be nonzero"
     return None
 
 
@@ -166,9 +239,10 @@ def _check_gelu(node: Node) -> Optional[str]:
 
 
 def _check_clamp(node: Node) -> Optional[str]:
-    if arg(node, "min") is None and arg(node, "max") is None:
+    argument_names = {argument.name for argument in node.target._schema.arguments}
+    if "min" in argument_names and arg(node, "min") is None and arg(node, "max") is None:
         return "clamp needs min or max"
-    return None
+    return _check_binary(node)
 
 
 def _check_softmax(node: Node) -> Optional[str]:
@@ -429,6 +503,9 @@ def _permute_samples() -> List[SampleCase]:
         SampleCase("size1_dims", _Call(lambda x: x.permute(2, 0, 1)), (_values(1, 7, 1),)),
         SampleCase("int64_rank4", _Call(lambda x: x.permute(3, 1, 0, 2)), (_ints(2, 3, 5, 7),)),
         SampleCase("bool_transpose", _Call(lambda x: x.permute(1, 0)), (torch.rand(7, 13) < 0.5,)),
+        # transpose and t export as permute_copy.
+        SampleCase("transpose_method_rank4", _Call(lambda x: x.transpose(1, -1)), (_values(2, 3, 5, 7),)),
+        SampleCase("t_2d", _Call(lambda x: x.t()), (_values(7, 13),)),
     ]
 
 
@@ -472,6 +549,8 @@ def _slice_samples() -> List[SampleCase]:
         SampleCase("negative_start", _Call(lambda x: x[..., -3:]), (_values(3, 5, 33),)),
         SampleCase("rank5_step_3", _Call(lambda x: x[:, :, 1:8:3]), (_values(2, 1, 9, 3, 5),)),
         SampleCase("to_size1", _Call(lambda x: x[:, 4:5]), (_values(7, 13),)),
+        # narrow exports as slice_copy.
+        SampleCase("narrow", _Call(lambda x: x.narrow(1, 2, 3)), (_values(3, 7, 5),)),
     ]
 
 
@@ -528,6 +607,290 @@ def _alias_copy_samples() -> List[SampleCase]:
     return [
         SampleCase("odd_7x13", _Call(torch.ops.aten.alias_copy.default), (_values(7, 13),)),
         SampleCase("size1", _Call(torch.ops.aten.alias_copy.default), (_values(1, 1, 3),)),
+    ]
+
+
+# ----------------------------------------------------------------------------
+# Elementwise family samples: math, activations, comparisons, logical and bitwise
+# ops, where, reductions, dtype conversions.
+
+
+def _edge(*sizes: int, nan: bool = True) -> torch.Tensor:
+    """_wide values with +-inf, -0.0 and (optionally) NaN mixed in."""
+    values = _wide(*sizes)
+    flat = values.view(-1)
+    flat[3::11] = float("inf")
+    flat[4::11] = float("-inf")
+    flat[6::11] = -0.0
+    if nan:
+        flat[8::11] = float("nan")
+    return values
+
+
+def _positive(*sizes: int) -> torch.Tensor:
+    """Magnitudes in [0.01, 10): inputs inside the domain of log, sqrt, rsqrt."""
+    return torch.rand(sizes) * 10.0 + 0.01
+
+
+def _bools(*sizes: int) -> torch.Tensor:
+    return torch.rand(sizes) < 0.5
+
+
+def _small_ints(*sizes: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+    """Few distinct values: ties for comparisons and argmax."""
+    return torch.randint(-3, 4, sizes, dtype=dtype)
+
+
+def _math_cases(fn: Callable, domain: Callable = _values, edge: bool = True, nan: bool = True) -> List[SampleCase]:
+    cases = [
+        SampleCase("odd_7x13x33", _Call(fn), (domain(7, 13, 33),)),
+        SampleCase("size1_1x1x9", _Call(fn), (domain(1, 1, 9),)),
+        SampleCase("rank8", _Call(fn), (domain(2, 1, 2, 1, 3, 1, 2, 3),)),
+        SampleCase("rank0", _Call(fn), (domain(),)),
+        SampleCase("wide_13x33", _Call(fn), (_wide(13, 33),)),
+    ]
+    if edge:
+        cases.append(SampleCase("edge_values_9x11", _Call(fn), (_edge(9, 11, nan=nan),)))
+    return cases
+
+
+def _int_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("int64_7x13", _Call(fn), (_ints(7, 13),)),
+        SampleCase("int32_rank5", _Call(fn), (_ints(2, 3, 1, 5, 3, dtype=torch.int32),)),
+    ]
+
+
+@_seeded
+def _div_mode_samples() -> List[SampleCase]:
+    def div(mode):
+        return lambda a, b: torch.div(a, b, rounding_mode=mode)
+
+    def nonzero_ints(*sizes):
+        values = _ints(*sizes)
+        return torch.where(values == 0, torch.ones_like(values), values)
+
+    return [
+        SampleCase("floor_7x13", _Call(div("floor")), (_values(7, 13, scale=10.0), _nonzero(7, 13))),
+        SampleCase("trunc_broadcast", _Call(div("trunc")), (_values(5, 1, 7, scale=10.0), _nonzero(3, 1))),
+        SampleCase("floor_int64", _Call(div("floor")), (_ints(7, 13), nonzero_ints(7, 13))),
+        SampleCase("trunc_int32_broadcast", _Call(div("trunc")),
+                   (_ints(2, 3, 5, dtype=torch.int32), nonzero_ints(5).to(torch.int32))),
+        SampleCase("floor_operator_int", _Call(lambda a, b: a // b), (_ints(33), nonzero_ints(33))),
+        SampleCase("floor_by_zero", _Call(div("floor")), (_values(13), torch.zeros(13))),
+        SampleCase("none_mode", _Call(div(None)), (_values(7, 13), _nonzero(7, 13))),
+    ]
+
+
+@_seeded
+def _pow_samples() -> List[SampleCase]:
+    special = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, float("inf"), float("-inf"), float("nan"), 3.0])
+    return [
+        SampleCase("tensor_positive_base", _Call(torch.pow), (_positive(7, 13), _values(7, 13))),
+        SampleCase("tensor_broadcast_int_exponents", _Call(torch.pow),
+                   (_values(5, 1, 7), torch.randint(-3, 4, (3, 1)).float())),
+        SampleCase("tensor_special_pairs", _Call(torch.pow),
+                   (special.view(11, 1), special.view(1, 11))),
+        SampleCase("tensor_negative_base_fraction", _Call(torch.pow), (_values(33), torch.full((33,), 0.5))),
+        SampleCase("square", _Call(lambda x: x ** 2), (_wide(7, 13),)),
+        SampleCase("cube_rank5", _Call(lambda x: x ** 3), (_values(2, 3, 1, 5, 3),)),
+        SampleCase("half_power", _Call(lambda x: torch.pow(x, 0.5)), (_values(7, 13),)),
+        SampleCase("negative_power", _Call(lambda x: torch.pow(x, -1.5)), (_positive(7, 13),)),
+        SampleCase("scalar_base", _Call(lambda x: torch.pow(2.0, x)), (_values(7, 13, scale=4.0),)),
+        SampleCase("scalar_base_edge", _Call(lambda x: torch.pow(2.0, x)), (_edge(9, 11),)),
+        SampleCase("int64_tensor", _Call(torch.pow), (_small_ints(7, 13), torch.randint(0, 5, (7, 13)))),
+        SampleCase("int64_square", _Call(lambda x: x ** 2), (_ints(7, 13),)),
+    ]
+
+
+def _minmax_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("odd_7x13", _Call(fn), (_values(7, 13), _values(7, 13))),
+        SampleCase("broadcast_5x1x7_3x1", _Call(fn), (_values(5, 1, 7), _values(3, 1))),
+        SampleCase("rank8", _Call(fn), (_values(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3))),
+        SampleCase("edge_values", _Call(fn), (_edge(9, 11), _edge(9, 11).flip(0))),
+        SampleCase("int64_broadcast", _Call(fn), (_ints(5, 1, 7), _ints(3, 1))),
+        SampleCase("constant_rhs", _Call(fn, _values(13)), (_values(7, 13),)),
+    ]
+
+
+def _compare_cases(fn: Callable) -> List[SampleCase]:
+    ties = _small_ints(7, 13).float()
+    return [
+        SampleCase("ties_7x13", _Call(fn), (ties, _small_ints(7, 13).float())),
+        SampleCase("broadcast_5x1x7_3x1", _Call(fn), (_small_ints(5, 1, 7).float(), _small_ints(3, 1).float())),
+        SampleCase("rank8", _Call(fn), (_values(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3))),
+        SampleCase("edge_values", _Call(fn), (_edge(9, 11), _edge(9, 11).flip(1))),
+        SampleCase("int64_ties", _Call(fn), (_small_ints(7, 13), _small_ints(13))),
+        SampleCase("int32", _Call(fn), (_small_ints(33, dtype=torch.int32), _small_ints(33, dtype=torch.int32))),
+        SampleCase("bool", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+        SampleCase("scalar_float", _Call(lambda x: fn(x, 0.5)), (_edge(9, 11),)),
+        SampleCase("scalar_zero", _Call(lambda x: fn(x, 0)), (_small_ints(7, 13).float(),)),
+        SampleCase("scalar_int64", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13),)),
+    ]
+
+
+def _logical_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("bool_7x13", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+        SampleCase("bool_broadcast", _Call(fn), (_bools(5, 1, 7), _bools(3, 1))),
+        SampleCase("float_with_zeros", _Call(fn), (_small_ints(7, 13).float(), _edge(7, 13))),
+        SampleCase("int64", _Call(fn), (_small_ints(33), _small_ints(33))),
+    ]
+
+
+def _bitwise_cases(fn: Callable) -> List[SampleCase]:
+    return [
+        SampleCase("int64_7x13", _Call(fn), (_ints(7, 13), _ints(7, 13))),
+        SampleCase("int32_broadcast", _Call(fn), (_ints(5, 1, 7, dtype=torch.int32), _ints(3, 1, dtype=torch.int32))),
+        SampleCase("bool", _Call(fn), (_bools(7, 13), _bools(7, 13))),
+    ]
+
+
+def _not_samples(fn: Callable, floats: bool) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        cases = [
+            SampleCase("bool_7x13", _Call(fn), (_bools(7, 13),)),
+            SampleCase("int64_rank5", _Call(fn), (_small_ints(2, 3, 1, 5, 3),)),
+            SampleCase("int32", _Call(fn), (_ints(33, dtype=torch.int32),)),
+        ]
+        if floats:
+            cases.append(SampleCase("float_edge", _Call(fn), (_edge(9, 11),)))
+        return cases
+
+    return samples
+
+
+@_seeded
+def _where_samples() -> List[SampleCase]:
+    return [
+        SampleCase("same_shape_7x13", _Call(torch.where), (_bools(7, 13), _values(7, 13), _values(7, 13))),
+        SampleCase("broadcast_all_three", _Call(torch.where), (_bools(5, 1, 7), _values(3, 1), _values(1, 5, 1, 1))),
+        SampleCase("from_comparison", _Call(lambda x, y: torch.where(x > y, x, y)), (_edge(9, 11), _values(11))),
+        SampleCase("rank8", _Call(torch.where), (_bools(2, 1, 2, 3, 1, 2, 1, 3), _values(2, 1, 1, 3), _values(3))),
+        SampleCase("int64", _Call(torch.where), (_bools(7, 13), _ints(7, 13), _ints(13))),
+        SampleCase("bool_values", _Call(torch.where), (_bools(33), _bools(33), _bools(1))),
+        SampleCase("constant_other", _Call(torch.where, _values(13)), (_bools(7, 13), _values(7, 13))),
+    ]
+
+
+@_seeded
+def _clamp_int_samples() -> List[SampleCase]:
+    return [
+        SampleCase("int64_min_max", _Call(lambda x: torch.clamp(x, -100, 100)), (_ints(7, 13),)),
+        SampleCase("int32_min_only", _Call(lambda x: torch.clamp(x, min=0)), (_ints(33, dtype=torch.int32),)),
+        SampleCase("int64_max_only", _Call(lambda x: torch.clamp(x, max=-5)), (_ints(2, 3, 1, 5),)),
+        SampleCase("float_edge", _Call(lambda x: torch.clamp(x, -1.0, 1.0)), (_edge(9, 11),)),
+    ]
+
+
+def _reduce_cases(fn: Callable, ints: bool = True) -> List[SampleCase]:
+    cases = [
+        SampleCase("all_dims_7x13", _Call(lambda x: fn(x, None, False)), (_values(7, 13),)),
+        SampleCase("dim_last_keepdim", _Call(lambda x: fn(x, -1, True)), (_values(7, 13, 33),)),
+        SampleCase("dim0", _Call(lambda x: fn(x, 0, False)), (_values(33, 7),)),
+        SampleCase("dims_0_2_rank4", _Call(lambda x: fn(x, (0, 2), False)), (_values(3, 5, 7, 2),)),
+        SampleCase("dims_1_3_keepdim", _Call(lambda x: fn(x, (1, 3), True)), (_values(2, 5, 3, 7),)),
+        SampleCase("rank8_dims_1_4_7", _Call(lambda x: fn(x, (1, 4, 7), False)), (_values(2, 3, 1, 2, 3, 1, 2, 3),)),
+        SampleCase("size1_dim", _Call(lambda x: fn(x, 1, False)), (_values(7, 1, 13),)),
+        SampleCase("long_row_1x1031", _Call(lambda x: fn(x, 1, False)), (_wide(2, 1031),)),
+        SampleCase("rank0", _Call(lambda x: fn(x, None, False)), (_values(),)),
+        SampleCase("edge_values", _Call(lambda x: fn(x, 1, False)), (_edge(9, 11),)),
+    ]
+    if ints:
+        cases += [
+            SampleCase("int64_dim1", _Call(lambda x: fn(x, 1, False)), (_ints(7, 13),)),
+            SampleCase("int32_all", _Call(lambda x: fn(x, None, True)), (_ints(5, 7, dtype=torch.int32),)),
+        ]
+    return cases
+
+
+def _dims_or_all(dim):
+    return [] if dim is None else dim
+
+
+@_seeded
+def _sum_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.sum(x, _dims_or_all(dim), keepdim)) + [
+        SampleCase("bool_count", _Call(lambda x: x.sum(0)), (_bools(7, 13),)),
+        SampleCase("no_dim_arg", _Call(torch.sum), (_values(5, 9),)),
+    ]
+
+
+@_seeded
+def _mean_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.mean(x, _dims_or_all(dim), keepdim), ints=False) + [
+        SampleCase("no_dim_arg", _Call(torch.mean), (_values(5, 9),)),
+    ]
+
+
+def _minmax_reduce_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        return _reduce_cases(lambda x, dim, keepdim: fn(x, _dims_or_all(dim), keepdim)) + [
+            SampleCase("ties_float", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13).float(),)),
+        ]
+
+    return samples
+
+
+def _arg_reduce_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        def on_dim(x, dim, keepdim):
+            return fn(x, dim[0] if isinstance(dim, tuple) else dim, keepdim)
+
+        cases = [case for case in _reduce_cases(on_dim) if "dims_" not in case.case_id]
+        return cases + [
+            SampleCase("ties_float_dim1", _Call(lambda x: fn(x, 1)), (_small_ints(7, 13).float(),)),
+            SampleCase("ties_int64_dim0", _Call(lambda x: fn(x, 0)), (_small_ints(33, 7),)),
+            SampleCase("ties_flattened", _Call(lambda x: fn(x)), (_small_ints(5, 9).float(),)),
+            SampleCase("all_nan_and_inf", _Call(lambda x: fn(x, 0)),
+                       (torch.tensor([[float("nan"), float("inf")], [float("nan"), float("-inf")]]),)),
+        ]
+
+    return samples
+
+
+def _max_dim_samples(fn: Callable) -> Callable[[], List[SampleCase]]:
+    @_seeded
+    def samples() -> List[SampleCase]:
+        return [
+            SampleCase("dim1_7x13", _Call(lambda x: tuple(fn(x, 1))), (_values(7, 13),)),
+            SampleCase("dim0_keepdim_ties", _Call(lambda x: tuple(fn(x, 0, True))), (_small_ints(33, 7).float(),)),
+            SampleCase("rank5_dim_minus2", _Call(lambda x: tuple(fn(x, -2))), (_edge(2, 3, 1, 11, 3),)),
+            SampleCase("int64_dim1", _Call(lambda x: tuple(fn(x, 1))), (_small_ints(7, 13),)),
+        ]
+
+    return samples
+
+
+@_seeded
+def _var_samples() -> List[SampleCase]:
+    return _reduce_cases(lambda x, dim, keepdim: torch.var(x, dim, keepdim=keepdim), ints=False) + [
+        SampleCase("correction_0", _Call(lambda x: torch.var(x, 1, correction=0)), (_values(7, 13),)),
+        SampleCase("std_dim1", _Call(lambda x: torch.std(x, 1)), (_values(7, 13),)),
+        SampleCase("single_element_rows", _Call(lambda x: torch.var(x, 1)), (_values(7, 1),)),
+    ]
+
+
+@_seeded
+def _convert_samples() -> List[SampleCase]:
+    def to(dtype):
+        return lambda x: x.to(dtype)
+
+    return [
+        SampleCase("float_to_int64", _Call(to(torch.int64)), (_values(7, 13, scale=100.0),)),
+        SampleCase("float_to_int32_rank5", _Call(to(torch.int32)), (_values(2, 3, 1, 5, 3, scale=50.0),)),
+        SampleCase("float_to_bool", _Call(to(torch.bool)), (_edge(9, 11),)),
+        SampleCase("int64_to_float", _Call(to(torch.float32)), (_ints(7, 13),)),
+        SampleCase("int64_to_int32", _Call(to(torch.int32)), (_ints(7, 13),)),
+        SampleCase("int32_to_int64", _Call(to(torch.int64)), (_ints(33, dtype=torch.int32),)),
+        SampleCase("int64_to_bool", _Call(to(torch.bool)), (_small_ints(7, 13),)),
+        SampleCase("bool_to_float", _Call(to(torch.float32)), (_bools(7, 13),)),
+        SampleCase("bool_to_int64", _Call(to(torch.int64)), (_bools(1, 9, 1),)),
+        SampleCase("mask_arithmetic", _Call(lambda x: x * (x > 0).float()), (_values(7, 13),)),
     ]
 
 
@@ -785,6 +1148,337 @@ def _pixel_unshuffle_samples() -> List[SampleCase]:
 
 
 # ----------------------------------------------------------------------------
+# Transformer family: shape and data movement, indexing, creation, embedding,
+# scaled_dot_product_attention, rms_norm.
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+_F = torch.nn.functional
+
+
+def _index_dtype(node: Node, name: str) -> Optional[str]:
+    val = fake_tensor(arg(node, name))
+    if val is not None and val.dtype not in _INDEX_DTYPES:
+        return f"{name} must be int32 or int64, not {str(val.dtype).replace('torch.', '')}"
+    return None
+
+
+def _check_index_select(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() == 0:
+        return "index_select of a 0-d tensor is not supported"
+    if fake_tensor(arg(node, "index")).dim() > 1:
+        return "index_select needs a 0-d or 1-D index"
+    return _index_dtype(node, "index")
+
+
+def _check_gather(node: Node) -> Optional[str]:
+    self_rank, index_rank = fake_tensor(arg(node, "self")).dim(), fake_tensor(arg(node, "index")).dim()
+    if max(self_rank, 1) != max(index_rank, 1):
+        return "gather needs an index of the input's rank"
+    return _index_dtype(node, "index")
+
+
+def _check_embedding(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "weight")).dim() != 2:
+        return "embedding weight must be 2-D"
+    return _index_dtype(node, "indices")
+
+
+def _check_index_tensor(node: Node) -> Optional[str]:
+    indices = [item for item in arg(node, "indices") if item is not None]
+    if not indices:
+        return "index needs at least one index tensor"
+    if len(indices) > 4:
+        return f"{len(indices)} index tensors; at most 4 are supported"
+    for item in indices:
+        val = fake_tensor(item)
+        if val is None or val.dtype not in _INDEX_DTYPES:
+            return "only int32/int64 index tensors are supported (boolean masks have data-dependent shapes)"
+    return None
+
+
+def _check_unfold(node: Node) -> Optional[str]:
+    if fake_tensor(arg(node, "self")).dim() == 0:
+        return "unfold of a 0-d tensor is not supported"
+    return None
+
+
+def _int_fill_value(node: Node, name: str) -> Optional[str]:
+    """Integer outputs are int32 on the GPU: the fill value must fit."""
+    value = arg(node, name)
+    if output_tensors(node)[0].dtype != torch.float32 and not -2**31 <= value < 2**31:
+        return f"{name} {value} does not fit in int32"
+    return None
+
+
+def _check_full(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "fill_value")
+
+
+def _check_fill_like(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "fill_value") or _contiguous_layout(node)
+
+
+def _check_constant_pad(node: Node) -> Optional[str]:
+    return _int_fill_value(node, "value")
+
+
+def _check_arange(node: Node) -> Optional[str]:
+    if output_tensors(node)[0].dtype == torch.bool:
+        return "arange of bool is not supported"
+    return None
+
+
+def _check_sdpa(node: Node) -> Optional[str]:
+    q, k, v = (fake_tensor(arg(node, name)) for name in ("query", "key", "value"))
+    if any(t is None or t.dtype != torch.float32 for t in (q, k, v)):
+        return "query, key and value must be float32"
+    if arg(node, "dropout_p") != 0.0:
+        return "dropout_p must be 0 (inference only)"
+    rank = q.dim()
+    if rank < 2 or k.dim() != rank or v.dim() != rank:
+        return "query, key and value need one rank of at least 2"
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        return "key and value do not fit query"
+    if q.shape[-1] > 256 or v.shape[-1] > 256:
+        return "head dims above 256 are not supported"
+    for d in range(rank - 2):
+        if k.shape[d] != v.shape[d]:
+            return "key and value lead dims differ"
+        if k.shape[d] != q.shape[d]:
+            gqa = d == rank - 3 and arg(node, "enable_gqa") and k.shape[d] > 0 and q.shape[d] % k.shape[d] == 0
+            if not gqa:
+                return f"key {list(k.shape)} does not match query {list(q.shape)} (no broadcasting of lead dims)"
+    mask = arg(node, "attn_mask")
+    if mask is not None:
+        if arg(node, "is_causal"):
+            return "attn_mask and is_causal together are not supported"
+        m = fake_tensor(mask)
+        if m is None or m.dtype not in (torch.float32, torch.bool):
+            return "attn_mask must be float32 or bool"
+        full = list(q.shape[:-1]) + [k.shape[-2]]
+        if m.dim() > rank or any(a not in (1, b) for a, b in zip(reversed(m.shape), reversed(full))):
+            return f"attn_mask {list(m.shape)} does not broadcast to {full}"
+    return None
+
+
+def _check_rms_norm(node: Node) -> Optional[str]:
+    shape = arg(node, "normalized_shape")
+    x = fake_tensor(arg(node, "input"))
+    if not shape or len(shape) > x.dim() or list(x.shape[x.dim() - len(shape):]) != list(shape):
+        return "normalized_shape must name the input's last dims"
+    return None
+
+
+def _bools(*sizes: int) -> torch.Tensor:
+    return torch.rand(sizes) < 0.5
+
+
+@_seeded
+def _split_samples() -> List[SampleCase]:
+    return [
+        SampleCase("sizes_2_4_1_dim1", _Call(lambda x: torch.split(x, [2, 4, 1], 1)), (_values(3, 7, 5),)),
+        SampleCase("equal_chunks_last_dim", _Call(lambda x: torch.split(x, 3, -1)), (_values(2, 5, 13),)),
+        SampleCase("chunk_rank6", _Call(lambda x: torch.chunk(x, 2, 0)), (_values(4, 1, 2, 3, 1, 3),)),
+        SampleCase("int64_size1_parts", _Call(lambda x: torch.split(x, 1, 0)), (_ints(3, 7),)),
+        SampleCase("bool_unbalanced", _Call(lambda x: torch.split(x, [1, 6], 1)), (_bools(2, 7),)),
+    ]
+
+
+@_seeded
+def _repeat_samples() -> List[SampleCase]:
+    return [
+        SampleCase("2x3_of_7x13", _Call(lambda x: x.repeat(2, 3)), (_values(7, 13),)),
+        SampleCase("new_dims", _Call(lambda x: x.repeat(2, 1, 3, 1)), (_values(5, 7),)),
+        SampleCase("size1_and_ones", _Call(lambda x: x.repeat(1, 1, 1)), (_values(1, 9, 1),)),
+        SampleCase("rank8", _Call(lambda x: x.repeat(1, 2, 1, 1, 2, 1, 1, 2)), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.repeat(3, 1)), (_ints(2, 5),)),
+        SampleCase("bool", _Call(lambda x: x.repeat(2, 2)), (_bools(3, 3),)),
+    ]
+
+
+@_seeded
+def _flip_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim0_7x13", _Call(lambda x: x.flip(0)), (_values(7, 13),)),
+        SampleCase("dims_0_2_rank3", _Call(lambda x: x.flip(0, -1)), (_values(3, 5, 7),)),
+        SampleCase("rank8_all", _Call(lambda x: x.flip(list(range(8)))), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("size1_dim", _Call(lambda x: x.flip(1)), (_values(7, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.flip(1)), (_ints(4, 9),)),
+        SampleCase("bool", _Call(lambda x: x.flip(0)), (_bools(5, 3),)),
+    ]
+
+
+@_seeded
+def _pad_samples() -> List[SampleCase]:
+    pad = _F.pad
+    return [
+        SampleCase("last_dim_1_2", _Call(lambda x: pad(x, (1, 2))), (_values(7, 13),)),
+        SampleCase("two_dims_value", _Call(lambda x: pad(x, (0, 1, 3, 2), value=-1.5)), (_values(2, 5, 7),)),
+        SampleCase("negative_crops", _Call(lambda x: pad(x, (-1, 2, 1, -2))), (_values(3, 7, 9),)),
+        SampleCase("rank5_three_dims", _Call(lambda x: pad(x, (1, 1, 0, 2, 2, 0))), (_values(2, 1, 3, 4, 5),)),
+        SampleCase("size1", _Call(lambda x: pad(x, (3, 3))), (_values(1, 1),)),
+        SampleCase("int64_value", _Call(lambda x: pad(x, (2, 0), value=7)), (_ints(3, 5),)),
+        SampleCase("neg_inf", _Call(lambda x: pad(x, (1, 1), value=float("-inf"))), (_values(4, 6),)),
+    ]
+
+
+@_seeded
+def _roll_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_by_2", _Call(lambda x: x.roll(2, 1)), (_values(3, 7),)),
+        SampleCase("flat_by_-3", _Call(lambda x: x.roll(-3)), (_values(5, 4),)),
+        SampleCase("two_dims", _Call(lambda x: x.roll((1, -2), (0, 2))), (_values(3, 2, 5),)),
+        SampleCase("shift_beyond_size", _Call(lambda x: x.roll(15, -1)), (_values(2, 1, 13),)),
+        SampleCase("same_dim_twice_rank8", _Call(lambda x: x.roll((1, 2), (3, 3))), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("int64", _Call(lambda x: x.roll(1, 0)), (_ints(4, 3),)),
+        SampleCase("bool", _Call(lambda x: x.roll(-1, 1)), (_bools(3, 4),)),
+    ]
+
+
+@_seeded
+def _unfold_samples() -> List[SampleCase]:
+    return [
+        SampleCase("size3_step2_last", _Call(lambda x: x.unfold(-1, 3, 2)), (_values(2, 5, 13),)),
+        SampleCase("dim0_size2_step1", _Call(lambda x: x.unfold(0, 2, 1)), (_values(7, 3),)),
+        SampleCase("step_larger_than_size", _Call(lambda x: x.unfold(1, 2, 5)), (_values(3, 13),)),
+        SampleCase("whole_dim", _Call(lambda x: x.unfold(1, 7, 1)), (_values(2, 7, 1),)),
+        SampleCase("rank1", _Call(lambda x: x.unfold(0, 4, 3)), (_values(33),)),
+        SampleCase("int64", _Call(lambda x: x.unfold(1, 3, 3)), (_ints(2, 9),)),
+    ]
+
+
+@_seeded
+def _index_select_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_repeats", _Call(lambda x, i: x.index_select(1, i)), (_values(7, 13), torch.tensor([0, 12, 3, 3, 5]))),
+        SampleCase("dim0_rank5", _Call(lambda x, i: x.index_select(0, i)), (_values(3, 2, 1, 4, 5), torch.tensor([2, 0]))),
+        SampleCase("negative_dim", _Call(lambda x, i: x.index_select(-1, i)), (_values(2, 5, 9), torch.randint(0, 9, (13,)))),
+        SampleCase("int32_index", _Call(lambda x, i: x.index_select(0, i)), (_values(9, 3), torch.tensor([8, 1, 4], dtype=torch.int32))),
+        SampleCase("int64_values", _Call(lambda x, i: x.index_select(1, i)), (_ints(4, 6), torch.tensor([5, 0]))),
+        SampleCase("constant_index", _Call(lambda x, i: x.index_select(1, i), torch.tensor([1, 1, 0])), (_values(3, 2),)),
+    ]
+
+
+@_seeded
+def _gather_samples() -> List[SampleCase]:
+    return [
+        SampleCase("dim1_7x13", _Call(lambda x, i: x.gather(1, i)), (_values(7, 13), torch.randint(0, 13, (7, 5)))),
+        SampleCase("dim0_smaller_index", _Call(lambda x, i: x.gather(0, i)), (_values(7, 13), torch.randint(0, 7, (3, 9)))),
+        SampleCase("rank5_negative_dim", _Call(lambda x, i: x.gather(-2, i)), (_values(2, 3, 1, 5, 3), torch.randint(0, 5, (2, 3, 1, 8, 3)))),
+        SampleCase("int64_values", _Call(lambda x, i: torch.gather(x, 1, i)), (_ints(4, 6), torch.randint(0, 6, (4, 6)))),
+        SampleCase("size1", _Call(lambda x, i: x.gather(0, i)), (_values(1, 1), torch.zeros(1, 1, dtype=torch.int64))),
+    ]
+
+
+@_seeded
+def _index_tensor_samples() -> List[SampleCase]:
+    i3 = lambda n, *s: torch.randint(0, n, s)
+    return [
+        SampleCase("dim0", _Call(lambda x, i: x[i]), (_values(7, 13), i3(7, 5))),
+        SampleCase("middle_dim_2d_index", _Call(lambda x, i: x[:, i]), (_values(3, 9, 4), i3(9, 2, 5))),
+        SampleCase("two_adjacent_broadcast", _Call(lambda x, i, j: x[:, i, j]), (_values(2, 5, 7, 3), i3(5, 4, 1), i3(7, 6))),
+        SampleCase("two_apart_go_first", _Call(lambda x, i, j: x[i, :, j]), (_values(5, 3, 7), i3(5, 4), i3(7, 4))),
+        SampleCase("negative_indices", _Call(lambda x, i: x[:, i]), (_values(3, 9), -i3(9, 6) - 1)),
+        SampleCase("four_indices", _Call(lambda x, a, b, c, d: x[a, b, c, d]),
+                   (_values(2, 3, 4, 5, 6), i3(2, 3), i3(3, 3), i3(4, 3), i3(5, 3))),
+        SampleCase("int64_values_int32_index", _Call(lambda x, i: x[i]), (_ints(6, 4), i3(6, 3).to(torch.int32))),
+        SampleCase("bool_values", _Call(lambda x, i: x[:, :, i]), (_bools(2, 3, 5), i3(5, 7))),
+    ]
+
+
+@_seeded
+def _embedding_samples() -> List[SampleCase]:
+    return [
+        SampleCase("vocab_33_dim_13", torch.nn.Embedding(33, 13), (torch.randint(0, 33, (2, 7)),)),
+        SampleCase("padding_idx", torch.nn.Embedding(10, 8, padding_idx=0), (torch.tensor([[0, 3, 9, 0]]),)),
+        SampleCase("rank1_indices", torch.nn.Embedding(5, 3), (torch.tensor([4, 4, 0, 1]),)),
+        SampleCase("rank0_index", _Call(lambda i, w: _F.embedding(i, w), _values(9, 5)), (torch.tensor(7),)),
+        SampleCase("rank7_indices", torch.nn.Embedding(6, 2), (torch.randint(0, 6, (2, 1, 2, 1, 3, 1, 2)),)),
+        SampleCase("int32_indices", torch.nn.Embedding(17, 33), (torch.randint(0, 17, (5,), dtype=torch.int32),)),
+    ]
+
+
+@_seeded
+def _full_samples() -> List[SampleCase]:
+    # No tensor inputs: these fold to constants at preprocess.
+    return [
+        SampleCase("full_plus_input", _Call(lambda x: x + torch.full((7, 13), 2.5)), (_values(7, 13),)),
+        SampleCase("zeros_broadcast", _Call(lambda x: x * 2 + torch.zeros(13)), (_values(7, 13),)),
+        SampleCase("ones_int64", _Call(lambda x: x + torch.ones(3, 1, dtype=torch.int64)), (_ints(3, 5),)),
+    ]
+
+
+@_seeded
+def _full_like_samples() -> List[SampleCase]:
+    # Of an input: these reach the runtime.
+    return [
+        SampleCase("full_like_7x13", _Call(lambda x: torch.full_like(x, -3.25)), (_values(7, 13),)),
+        SampleCase("zeros_like_plus", _Call(lambda x: torch.zeros_like(x) + x), (_values(2, 3, 1, 5),)),
+        SampleCase("ones_like_rank8", _Call(torch.ones_like), (_values(2, 1, 2, 3, 1, 2, 1, 3),)),
+        SampleCase("ones_like_int64", _Call(lambda x: torch.ones_like(x) + x), (_ints(5, 7),)),
+        SampleCase("full_like_bool", _Call(lambda x: torch.full_like(x, True)), (_bools(4, 3),)),
+        SampleCase("full_like_to_int64", _Call(lambda x: torch.full_like(x, 7, dtype=torch.int64)), (_values(3, 5),)),
+        SampleCase("rank0", _Call(lambda x: torch.full_like(x, 1e30)), (_values(),)),
+    ]
+
+
+@_seeded
+def _arange_samples() -> List[SampleCase]:
+    return [
+        SampleCase("int_end_13", _Call(lambda x: x + torch.arange(13)), (_ints(7, 13),)),
+        SampleCase("float_step", _Call(lambda x: x * torch.arange(-1.0, 2.25, 0.25)), (_values(2, 13),)),
+        SampleCase("start_end_step", _Call(lambda x: x - torch.arange(3, 40, 3)), (_ints(13),)),
+    ]
+
+
+@_seeded
+def _scalar_tensor_samples() -> List[SampleCase]:
+    return [
+        SampleCase("float", _Call(lambda x: x + torch.scalar_tensor(3.5)), (_values(7, 13),)),
+        SampleCase("int64", _Call(lambda x: x * torch.scalar_tensor(-4, dtype=torch.int64)), (_ints(5),)),
+    ]
+
+
+def _sdpa(**kwargs) -> Callable:
+    return lambda q, k, v, *mask: _F.scaled_dot_product_attention(q, k, v, *mask, **kwargs)
+
+
+@_seeded
+def _sdpa_samples() -> List[SampleCase]:
+    qkv = lambda b, h, l, s, e, hk=None, ev=None: (
+        _values(b, h, l, e), _values(b, hk or h, s, e), _values(b, hk or h, s, ev or e))
+    return [
+        SampleCase("no_mask_2x3x7x16", _Call(_sdpa()), qkv(2, 3, 7, 7, 16)),
+        SampleCase("cross_L5_S13_Ev9", _Call(_sdpa()), qkv(1, 2, 5, 13, 8, ev=9)),
+        SampleCase("causal_33", _Call(_sdpa(is_causal=True)), qkv(1, 2, 33, 33, 8)),
+        SampleCase("causal_S_larger", _Call(_sdpa(is_causal=True)), qkv(2, 1, 5, 9, 4)),
+        # More keys than one block of the kernel (64): the online softmax rescales.
+        SampleCase("long_S_150_wide", _Call(_sdpa()), (_wide(1, 2, 3, 8), _wide(1, 2, 150, 8), _values(1, 2, 150, 8))),
+        SampleCase("scale_0.3", _Call(_sdpa(scale=0.3)), qkv(2, 2, 4, 6, 8)),
+        SampleCase("float_mask_broadcast", _Call(_sdpa()), qkv(2, 3, 5, 7, 8) + (_values(1, 5, 7),)),
+        SampleCase("float_mask_neg_inf", _Call(_sdpa()),
+                   qkv(2, 2, 4, 6, 8) + (torch.where(torch.rand(2, 1, 4, 6) < 0.3, float("-inf"), 0.0),)),
+        SampleCase("bool_mask_with_empty_row", _Call(_sdpa()),
+                   qkv(2, 2, 4, 70, 8) + (torch.cat([torch.zeros(1, 70, dtype=torch.bool), _bools(3, 70)]),)),
+        SampleCase("gqa_8_heads_2_kv", _Call(_sdpa(enable_gqa=True, is_causal=True)), qkv(2, 8, 9, 9, 16, hk=2)),
+        SampleCase("rank3", _Call(_sdpa()), (_values(3, 7, 8), _values(3, 5, 8), _values(3, 5, 4))),
+        SampleCase("head_dim_256", _Call(_sdpa()), qkv(1, 1, 3, 5, 256)),
+        SampleCase("rank5", _Call(_sdpa(is_causal=True)), (_values(2, 1, 2, 5, 4),) * 3),
+    ]
+
+
+@_seeded
+def _rms_norm_samples() -> List[SampleCase]:
+    return [
+        SampleCase("module_7x13", torch.nn.RMSNorm(13), (_values(7, 13),)),
+        SampleCase("eps_none_no_weight", _Call(lambda x: _F.rms_norm(x, (33,))), (_values(2, 9, 33),)),
+        SampleCase("two_dims_eps", torch.nn.RMSNorm([5, 7], eps=1e-3), (_values(3, 5, 7),)),
+        SampleCase("random_weight_rank5", _Call(lambda x, w: _F.rms_norm(x, (3,), w, 1e-6), _values(3)), (_values(2, 1, 3, 2, 3),)),
+        SampleCase("size1_rows_wide", torch.nn.RMSNorm(300), (_wide(1, 1, 300),)),
+    ]
+
+
+# ----------------------------------------------------------------------------
 # The entries
 
 _ELEMENTWISE = "Elementwise; ranks 0-8."
@@ -805,10 +1499,11 @@ REGISTRY = OpRegistry(
             "div",
             (aten.div.Tensor, aten.div.Scalar),
             _div_samples,
-            _BINARY + " True division only (no rounding_mode).",
+            _BINARY + " True division on float32.",
             check=_check_binary,
         ),
-        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu)), _ELEMENTWISE),
+        OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
+                _ELEMENTWISE, dtypes=NUMERIC),
         OpEntry("sigmoid", (aten.sigmoid.default,), _seeded(lambda: _unary_cases(torch.sigmoid)), _ELEMENTWISE, kind="transcendental"),
         OpEntry("tanh", (aten.tanh.default,), _seeded(lambda: _unary_cases(torch.tanh)), _ELEMENTWISE, kind="transcendental"),
         OpEntry(
@@ -822,11 +1517,12 @@ REGISTRY = OpRegistry(
         OpEntry(
             "clamp",
             (aten.clamp.default,),
-            _clamp_samples,
-            _ELEMENTWISE + " min, max or both; int or float bounds.",
+            lambda: _clamp_samples() + _clamp_int_samples(),
+            _ELEMENTWISE + " min, max or both; int or float bounds on float32, int bounds on integer tensors.",
+            dtypes=NUMERIC,
             check=_check_clamp,
         ),
-        OpEntry("hardtanh", (aten.hardtanh.default,), _hardtanh_samples, _ELEMENTWISE),
+        OpEntry("hardtanh", (aten.hardtanh.default,), _hardtanh_samples, _ELEMENTWISE, check=_check_clamp),
         OpEntry("mm", (aten.mm.default,), _mm_samples, "2-D x 2-D.", kind="matmul"),
         OpEntry("addmm", (aten.addmm.default,), _addmm_samples, "beta * self + alpha * (mat1 @ mat2); self broadcasts.", kind="matmul"),
         OpEntry(
@@ -907,14 +1603,142 @@ REGISTRY = OpRegistry(
         OpEntry(
             "to_copy",
             (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
-            _to_copy_samples,
-            "float32 to float32 copies with contiguous dim order (ExecuTorch usually removes them); "
-            "conversions of constants of any dtype, which preprocess folds.",
+            lambda: _to_copy_samples() + _convert_samples(),
+            "Conversions between float32, int32, int64 and bool with contiguous dim order (float to int "
+            "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
             check=_check_to_copy,
             aliases_input=True,
         ),
         OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 aliases_input=True),
+        # --- elementwise family: math, activations, comparisons, logical/bitwise, where,
+        # reductions (dtype conversions are the to_copy entry above) ---
+        OpEntry("div_rounding", (aten.div.Tensor_mode,), _div_mode_samples,
+                _BINARY + " rounding_mode 'trunc' and 'floor' on float32 and integers (as torch, floor division "
+                "by 0 gives inf/NaN on floats); None (true division) on float32.",
+                dtypes=NUMERIC, check=_check_div),
+        OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar), _pow_samples,
+                _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
+                "(negative integer exponents of integers give 0 unless the base is +-1).",
+                dtypes=NUMERIC, check=_check_binary, kind="transcendental"),
+        OpEntry("minimum", (aten.minimum.default,), _seeded(lambda: _minmax_cases(torch.minimum)),
+                _BINARY + " NaN propagates.", dtypes=NUMERIC, check=_check_binary),
+        OpEntry("maximum", (aten.maximum.default,), _seeded(lambda: _minmax_cases(torch.maximum)),
+                _BINARY + " NaN propagates.", dtypes=NUMERIC, check=_check_binary),
+        OpEntry("where", (aten.where.self,), _where_samples,
+                "Broadcasts condition, self and other; bool condition; self and other of one dtype." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_where),
+        OpEntry("comparison",
+                tuple(getattr(aten, op).Tensor for op in ("eq", "ne", "lt", "le", "gt", "ge"))
+                + tuple(getattr(aten, op).Scalar for op in ("eq", "ne", "lt", "le", "gt", "ge")),
+                _seeded(lambda: [case for fn in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
+                                 for case in _compare_cases(fn)
+                                 if fn in (torch.eq, torch.lt) or "scalar" in case.case_id]),
+                "eq, ne, lt, le, gt, ge: .Tensor with broadcasting and .Scalar; operands of one dtype, bool "
+                "output; integer scalars with integer tensors." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_compare),
+        OpEntry("logical",
+                (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default),
+                _seeded(lambda: [case for fn in (torch.logical_and, torch.logical_or, torch.logical_xor)
+                                 for case in _logical_cases(fn)]),
+                "Broadcasting; operands of one dtype (nonzero is true), bool output." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_compare),
+        OpEntry("logical_not", (aten.logical_not.default,), _not_samples(torch.logical_not, floats=True),
+                _ELEMENTWISE + " bool output." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry("bitwise",
+                (aten.bitwise_and.Tensor, aten.bitwise_or.Tensor, aten.bitwise_xor.Tensor),
+                _seeded(lambda: [case for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor)
+                                 for case in _bitwise_cases(fn)]),
+                "and, or, xor with broadcasting on integer and bool tensors of one dtype." + _INT_STORAGE,
+                dtypes=frozenset({torch.int32, torch.int64, torch.bool}), check=_check_binary),
+        OpEntry("bitwise_not", (aten.bitwise_not.default,), _not_samples(torch.bitwise_not, floats=False),
+                _ELEMENTWISE + " integer and bool tensors." + _INT_STORAGE,
+                dtypes=frozenset({torch.int32, torch.int64, torch.bool})),
+        OpEntry("neg", (aten.neg.default,),
+                _seeded(lambda: _math_cases(torch.neg) + _int_cases(torch.neg)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("abs", (aten.abs.default,),
+                _seeded(lambda: _math_cases(torch.abs) + _int_cases(torch.abs)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("sign", (aten.sign.default,),
+                _seeded(lambda: _math_cases(torch.sign) + _int_cases(torch.sign)), _ELEMENTWISE, dtypes=NUMERIC),
+        OpEntry("exp", (aten.exp.default,), _seeded(lambda: _math_cases(torch.exp)), _ELEMENTWISE,
+                kind="transcendental"),
+        OpEntry("log", (aten.log.default,), _seeded(lambda: _math_cases(torch.log, _positive)),
+                _ELEMENTWISE + " log(0) = -inf, log(x < 0) = NaN.", kind="transcendental"),
+        OpEntry("log10", (aten.log10.default,), _seeded(lambda: _math_cases(torch.log10, _positive)),
+                _ELEMENTWISE, kind="transcendental"),
+        OpEntry("sqrt", (aten.sqrt.default,), _seeded(lambda: _math_cases(torch.sqrt, _positive)),
+                _ELEMENTWISE + " sqrt(x < 0) = NaN.", kind="transcendental"),
+        OpEntry("rsqrt", (aten.rsqrt.default,), _seeded(lambda: _math_cases(torch.rsqrt, _positive)),
+                _ELEMENTWISE + " rsqrt(0) = inf.", kind="transcendental"),
+        OpEntry("reciprocal", (aten.reciprocal.default,), _seeded(lambda: _math_cases(torch.reciprocal, _nonzero)),
+                _ELEMENTWISE, kind="transcendental"),
+        OpEntry("sin", (aten.sin.default,), _seeded(lambda: _math_cases(torch.sin)),
+                _ELEMENTWISE + " The device's sin (accuracy as the Vulkan driver gives).", kind="transcendental"),
+        OpEntry("cos", (aten.cos.default,), _seeded(lambda: _math_cases(torch.cos)),
+                _ELEMENTWISE + " The device's cos (accuracy as the Vulkan driver gives).", kind="transcendental"),
+        OpEntry("round", (aten.round.default,),
+                _seeded(lambda: _math_cases(torch.round) + [
+                    SampleCase("halves", _Call(torch.round), (torch.arange(-10, 11) * 0.5,))]),
+                _ELEMENTWISE + " Halves to even, as torch; decimals=0 only."),
+        OpEntry("erf", (aten.erf.default,), _seeded(lambda: _math_cases(torch.erf)),
+                _ELEMENTWISE + " |error| < 1.2e-7.", kind="transcendental"),
+        OpEntry("silu", (aten.silu.default,), _seeded(lambda: _math_cases(torch.nn.functional.silu)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True, kind="transcendental"),
+        OpEntry("hardswish", (aten.hardswish.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardswish, nan=False)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("hardsigmoid", (aten.hardsigmoid.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardsigmoid, nan=False)),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("hardshrink", (aten.hardshrink.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.hardshrink)
+                        + [SampleCase("lambda_1.5", _Call(lambda x: torch.nn.functional.hardshrink(x, 1.5)),
+                                      (_values(7, 13, scale=2.0),))]),
+                _ELEMENTWISE + " Kept from decomposition.", keep_undecomposed=True),
+        OpEntry("leaky_relu", (aten.leaky_relu.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.leaky_relu)
+                        + [SampleCase("slope_0.2", _Call(lambda x: torch.nn.functional.leaky_relu(x, 0.2)),
+                                      (_values(7, 13),))]),
+                _ELEMENTWISE, keep_undecomposed=True),
+        OpEntry("softplus", (aten.softplus.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.softplus)
+                        + [SampleCase("beta2_threshold5",
+                                      _Call(lambda x: torch.nn.functional.softplus(x, 2.0, 5.0)), (_wide(7, 13),))]),
+                _ELEMENTWISE + " beta (nonzero) and threshold; kept from decomposition.",
+                check=_check_softplus, keep_undecomposed=True, kind="transcendental"),
+        OpEntry("elu", (aten.elu.default,),
+                _seeded(lambda: _math_cases(torch.nn.functional.elu)
+                        + [SampleCase("alpha_scale_input_scale",
+                                      _Call(lambda x: torch.ops.aten.elu(x, 0.5, 1.5, 2.0)), (_values(7, 13),))]),
+                _ELEMENTWISE + " alpha, scale, input_scale.", keep_undecomposed=True, kind="transcendental"),
+        OpEntry("sum", (aten.sum.dim_IntList,), _sum_samples,
+                "Over any dims (an empty list: all), keepdim; float32, or integers/bool giving int64; "
+                "no dtype conversion." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_sum, kind="reduction"),
+        OpEntry("mean", (aten.mean.dim, aten.mean.default), _mean_samples,
+                "Over any dims (an empty list: all), keepdim; float32.", check=_check_same_dtype, kind="reduction"),
+        OpEntry("amax", (aten.amax.default,), _minmax_reduce_samples(torch.amax),
+                "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
+                check=_check_same_dtype, kind="reduction"),
+        OpEntry("amin", (aten.amin.default,), _minmax_reduce_samples(torch.amin),
+                "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
+                check=_check_same_dtype, kind="reduction"),
+        OpEntry("argmax", (aten.argmax.default,), _arg_reduce_samples(torch.argmax),
+                "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
+                "largest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("argmin", (aten.argmin.default,), _arg_reduce_samples(torch.argmin),
+                "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
+                "smallest; int64 output stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("max_dim", (aten.max.dim,), _max_dim_samples(torch.max),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("min_dim", (aten.min.dim,), _max_dim_samples(torch.min),
+                "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
+                "indices int64 stored as int32.", dtypes=NUMERIC, kind="reduction"),
+        OpEntry("var", (aten.var.correction,), _var_samples,
+                "Over any dims (None: all), keepdim, any correction (std exports as var + sqrt); "
+                "two passes around the mean.", kind="reduction"),
         # ---- cnn family: convolution, pooling, upsampling, normalization, cat
         OpEntry("cat", (aten.cat.default,), _cat_samples,
                 "Any dim, any number of inputs, ranks 1-8; inputs of the output's dtype." + _INT_STORAGE,
@@ -948,6 +1772,87 @@ REGISTRY = OpRegistry(
         OpEntry("pixel_unshuffle", (aten.pixel_unshuffle.default,), _pixel_unshuffle_samples,
                 "Kept from decomposition; rank >= 3." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_pixel_shuffle, keep_undecomposed=True),
+        # Transformer family: shape and data movement, indexing, creation,
+        # embedding, attention, rms_norm.
+        OpEntry(
+            "split_with_sizes_copy",
+            (aten.split_with_sizes_copy.default,),
+            _split_samples,
+            "What split and chunk export to; one slice per output; static sizes, so no resize." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            supports_resize=False,
+        ),
+        OpEntry("repeat", (aten.repeat.default,), _repeat_samples, "Output rank up to 8." + _INT_STORAGE,
+                dtypes=ANY_DTYPE),
+        OpEntry("flip", (aten.flip.default,), _flip_samples, "Any dims; ranks 0-8." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry(
+            "constant_pad_nd",
+            (aten.constant_pad_nd.default,),
+            _pad_samples,
+            "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit int32." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_constant_pad,
+        ),
+        OpEntry("roll", (aten.roll.default,), _roll_samples,
+                "Kept from decomposition (which needs fmod); any dims, or flattened without dims." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, keep_undecomposed=True),
+        OpEntry("unfold_copy", (aten.unfold_copy.default,), _unfold_samples,
+                "Tensor.unfold; input rank 1-7." + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_unfold),
+        OpEntry(
+            "index_select",
+            (aten.index_select.default,),
+            _index_select_samples,
+            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_index_select,
+        ),
+        OpEntry("gather", (aten.gather.default,), _gather_samples,
+                "int32/int64 index of the input's rank." + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_gather),
+        OpEntry(
+            "index",
+            (aten.index.Tensor,),
+            _index_tensor_samples,
+            "Advanced indexing with 1-4 int32/int64 index tensors (broadcast) and None entries; no boolean masks."
+            + _INT_STORAGE,
+            dtypes=ANY_DTYPE,
+            check=_check_index_tensor,
+        ),
+        OpEntry("embedding", (aten.embedding.default,), _embedding_samples,
+                "2-D weight; int32/int64 indices of any rank up to 7." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                check=_check_embedding),
+        OpEntry("full", (aten.full.default,), _full_samples,
+                "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_full),
+        OpEntry("full_like", (aten.full_like.default,), _full_like_samples,
+                "Also zeros_like and ones_like; any output dtype; contiguous memory format." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_fill_like),
+        OpEntry("arange", (aten.arange.start_step,), _arange_samples,
+                "Folds to a constant at preprocess; float, int32 and int64." + _INT_STORAGE, dtypes=NUMERIC,
+                check=_check_arange),
+        # The edge graph keeps scalar_tensor as an ATen op (ExecuTorch does not wrap it).
+        OpEntry("scalar_tensor", (torch.ops.aten.scalar_tensor.default,), _scalar_tensor_samples,
+                "Folds to a constant at preprocess." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry(
+            "scaled_dot_product_attention",
+            (aten.scaled_dot_product_attention.default,),
+            _sdpa_samples,
+            "Kept from decomposition; one fused kernel with an online softmax. float32 q/k/v of rank 2-8, "
+            "head dims up to 256; is_causal, a float or bool attn_mask (broadcast), scale, enable_gqa; "
+            "dropout_p=0 only; fully masked rows give 0 like PyTorch.",
+            dtypes=frozenset({torch.float32, torch.bool}),
+            check=_check_sdpa,
+            keep_undecomposed=True,
+            kind="matmul",
+        ),
+        OpEntry(
+            "rms_norm",
+            (aten.rms_norm.default,),
+            _rms_norm_samples,
+            "Kept from decomposition; fused, one workgroup per row; optional weight; eps=None is float32's epsilon.",
+            check=_check_rms_norm,
+            keep_undecomposed=True,
+            kind="reduction",
+        ),
     ]
 )
 

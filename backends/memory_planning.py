@@ -82,10 +82,12 @@ def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPl
         for value_id in tensors_of(call.args):
             first.setdefault(value_id, index)
             last[value_id] = index
-        if aliases_input(call.name) and call.args and is_tensor(call.args[0]):
+        if aliases_input(call.name) and call.args and is_tensor(call.args[0]) and is_tensor(call.args[-1]):
             # A view: its (last) output shares the storage of its first argument.
+            # Views keep the dtype; an aliasing op that changes it (_to_copy
+            # converting) runs a kernel instead, whose input and output must not share.
             source, view = call.args[0], call.args[-1]
-            if is_tensor(view):
+            if graph.values[source].dtype == graph.values[view].dtype:
                 parent[find(view)] = find(source)
 
     fixed = set(graph.input_ids) | set(graph.output_ids)

@@ -1,9 +1,17 @@
-// Elementwise binary ops with broadcasting: out = a OP b.
+// Elementwise binary ops with broadcasting: out = a OP b. Float- or int-only bodies carry their dtype.
 // dtypes: f32 i32
 // variant binary_add: OP(a,b)=(a+T(p.alpha)*b)
 // variant binary_sub: OP(a,b)=(a-T(p.alpha)*b)
 // variant binary_mul: OP(a,b)=(a*b)
-// variant binary_div: OP(a,b)=(a/b)
+// variant binary_div(f32): OP(a,b)=(a/b)
+// variant binary_div_trunc: OP(a,b)=div_trunc(a,b)
+// variant binary_div_floor: OP(a,b)=div_floor(a,b)
+// variant binary_minimum: OP(a,b)=minimum(a,b)
+// variant binary_maximum: OP(a,b)=maximum(a,b)
+// variant binary_pow: OP(a,b)=power(a,b)
+// variant binary_bitwise_and(i32): OP(a,b)=(a&b)
+// variant binary_bitwise_or(i32): OP(a,b)=(a|b)
+// variant binary_bitwise_xor(i32): OP(a,b)=(a^b)
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -21,6 +29,8 @@ layout(set = 0, binding = 3) uniform Params {
   float alpha;
   int same_shape;  // a, b and out all have the out sizes: index directly
 } p;
+
+#include "scalar_math.glslh"
 
 void main() {
   int i = int(flat_index());

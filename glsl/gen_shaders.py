@@ -9,7 +9,9 @@ named after its file. A line
     // dtypes: f32 i32
 builds every variant once per storage type, named NAME_f32, NAME_i32, with the
 element type T and IS_FLOAT defined (the runtime picks the variant with
-storage_suffix() of the tensor's dtype).
+storage_suffix() of the tensor's dtype). A variant may narrow that list for
+itself, for bodies that only make sense for some types:
+    // variant NAME(i32): DEFINE=VALUE
 """
 import argparse
 import concurrent.futures
@@ -18,7 +20,7 @@ import re
 import subprocess
 import sys
 
-VARIANT = re.compile(r"^//\s*variant\s+(\w+)\s*:(.*)$")
+VARIANT = re.compile(r"^//\s*variant\s+(\w+)\s*(?:\(([\w ]+)\))?\s*:(.*)$")
 DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
 STORAGE_DEFINES = {
     "f32": ["T=float", "IS_FLOAT=1"],
@@ -32,7 +34,8 @@ def variants_of(path):
         for line in f:
             m = VARIANT.match(line.strip())
             if m:
-                found.append((m.group(1), m.group(2).split()))
+                only = m.group(2).split() if m.group(2) else None
+                found.append((m.group(1), m.group(3).split(), only))
             m = DTYPES.match(line.strip())
             if m:
                 dtypes = m.group(1).split()
@@ -40,10 +43,16 @@ def variants_of(path):
                 if unknown:
                     sys.exit(f"{path}: unknown dtypes {sorted(unknown)}")
     if not found:
-        found.append((os.path.splitext(os.path.basename(path))[0], []))
-    if dtypes:
-        found = [(f"{name}_{dt}", defines + STORAGE_DEFINES[dt]) for name, defines in found for dt in dtypes]
-    return found
+        found.append((os.path.splitext(os.path.basename(path))[0], [], None))
+    if not dtypes:
+        if any(only for _, _, only in found):
+            sys.exit(f"{path}: a variant names dtypes but the shader has no dtypes line")
+        return [(name, defines) for name, defines, _ in found]
+    for name, _, only in found:
+        if only and set(only) - set(dtypes):
+            sys.exit(f"{path}: variant {name} names dtypes outside the dtypes line")
+    return [(f"{name}_{dt}", defines + STORAGE_DEFINES[dt]) for name, defines, only in found
+            for dt in dtypes if not only or dt in only]
 
 
 def compile_variant(glslc, src, include_dir, name, defines, out_dir):

@@ -1,24 +1,51 @@
-// Elementwise unary ops and activations: out = F(x).
-// variant unary_relu: F(x)=(x<0.0?0.0:x)
-// variant unary_sigmoid: F(x)=sigmoid(x)
-// variant unary_tanh: F(x)=safe_tanh(x)
-// variant unary_gelu: F(x)=gelu_erf(x)
-// variant unary_gelu_tanh: F(x)=gelu_tanh(x)
+// Elementwise unary ops and activations: out = F(x). Float-only bodies carry (f32).
+// dtypes: f32 i32
+// variant unary_relu: F(x)=(x<T(0)?T(0):x)
+// variant unary_neg: F(x)=(-x)
+// variant unary_abs: F(x)=abs(x)
+// variant unary_sign: F(x)=sign_nan(x)
 // variant unary_clamp: F(x)=clamp_nan(x)
+// variant unary_bitwise_not(i32): F(x)=(~x)
+// variant unary_sigmoid(f32): F(x)=sigmoid(x)
+// variant unary_tanh(f32): F(x)=safe_tanh(x)
+// variant unary_gelu(f32): F(x)=gelu_erf(x)
+// variant unary_gelu_tanh(f32): F(x)=gelu_tanh(x)
+// variant unary_exp(f32): F(x)=exp(x)
+// variant unary_log(f32): F(x)=safe_log(x)
+// variant unary_log10(f32): F(x)=(safe_log(x)*0.43429448190325182)
+// variant unary_sqrt(f32): F(x)=safe_sqrt(x)
+// variant unary_rsqrt(f32): F(x)=(1.0/safe_sqrt(x))
+// variant unary_reciprocal(f32): F(x)=(1.0/x)
+// variant unary_sin(f32): F(x)=sin(x)
+// variant unary_cos(f32): F(x)=cos(x)
+// variant unary_round(f32): F(x)=roundEven(x)
+// variant unary_erf(f32): F(x)=erf_approx(x)
+// variant unary_silu(f32): F(x)=(x*sigmoid(x))
+// variant unary_hardswish(f32): F(x)=(x*hard_sigmoid(x))
+// variant unary_hardsigmoid(f32): F(x)=hard_sigmoid(x)
+// variant unary_hardshrink(f32): F(x)=((x>=-p.a&&x<=p.a)?0.0:x)
+// variant unary_leaky_relu(f32): F(x)=(x>0.0?x:x*p.a)
+// variant unary_softplus(f32): F(x)=softplus(x)
+// variant unary_elu(f32): F(x)=elu(x)
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) uniform Params {
   int numel;
-  float min_value;  // clamp bounds (+-inf when absent)
-  float max_value;
-  int pad;
+  float a;  // float clamp min; hardshrink lambda; leaky_relu slope; softplus beta; elu alpha
+  float b;  // float clamp max; softplus threshold; elu scale
+  float c;  // elu input_scale
+  int int_min;  // integer clamp bounds
+  int int_max;
+  int pad0;
+  int pad1;
 } p;
 
+#if IS_FLOAT
 float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
 // tanh through exp(-2|x|), which cannot overflow.
@@ -42,10 +69,37 @@ float gelu_tanh(float x) {
   return 0.5 * x * (1.0 + safe_tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
 }
 // clamp that keeps NaN, as torch.clamp does.
-float clamp_nan(float x) { return isnan(x) ? x : min(max(x, p.min_value), p.max_value); }
+float clamp_nan(float x) { return isnan(x) ? x : min(max(x, p.a), p.b); }
+float sign_nan(float x) { return isnan(x) ? 0.0 : sign(x); }  // torch: sign(NaN) = 0
+
+// GLSL leaves log and sqrt undefined outside their domains; torch (IEEE) does not.
+float safe_log(float x) {
+  if (x < 0.0) return uintBitsToFloat(0x7fc00000u);
+  if (x == 0.0) return -1.0 / 0.0;
+  return log(x);
+}
+float safe_sqrt(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
+
+float hard_sigmoid(float x) { return clamp(x + 3.0, 0.0, 6.0) / 6.0; }
+
+// log(1 + u), accurate for small u (Goldberg's trick).
+float log1p_accurate(float u) {
+  float v = 1.0 + u;
+  return v == 1.0 ? u : log(v) * u / (v - 1.0);
+}
+float softplus(float x) {
+  float bx = x * p.a;
+  return bx > p.b ? x : log1p_accurate(exp(bx)) / p.a;
+}
+float elu(float x) { return x > 0.0 ? p.b * x : p.b * p.a * (exp(x * p.c) - 1.0); }
+#else
+int clamp_nan(int x) { return min(max(x, p.int_min), p.int_max); }
+int sign_nan(int x) { return sign(x); }
+#endif
 
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  out_data[i] = F(in_data[i]);
+  T x = in_data[i];
+  out_data[i] = F(x);
 }

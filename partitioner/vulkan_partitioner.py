@@ -214,7 +214,16 @@ class VulkanPartitioner(Partitioner):
                 and support.reason_unsupported(node) is None
             )
 
-        return REGISTRY.ops_to_keep_undecomposed(), keep_undecomposed
+        ops = REGISTRY.ops_to_keep_undecomposed()
+        kept = [node for node in ep.graph.nodes if node.op == "call_function" and node.target in ops]
+        if all(keep_undecomposed(node) for node in kept):
+            # Every node of these ops will be delegated, so no filter is needed.
+            # Without a filter ExecuTorch preserves the ops directly; with one it
+            # swaps them for stand-in ops whose outputs are contiguous, which
+            # breaks views traced through a non-contiguous output (the usual
+            # attention.transpose(1, 2).reshape(...) after SDPA).
+            return ops, None
+        return ops, keep_undecomposed
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         support = VulkanOperatorSupport(self.options, constant_placeholders(exported_program))

@@ -34,8 +34,15 @@ def test_samples_cover_a_large_tensor():
     assert any(t.numel() > 1_000_000 for _, _, _, inputs in all_cases() for t in inputs)
 
 
-def test_only_linear_is_kept_from_decomposition():
-    assert REGISTRY.ops_to_keep_undecomposed() == [torch.ops.aten.linear.default]
+def test_kept_from_decomposition():
+    """Exactly the ops with native kernels that ExecuTorch would otherwise decompose."""
+    aten = torch.ops.aten
+    assert set(REGISTRY.ops_to_keep_undecomposed()) == {
+        aten.linear.default, aten.silu.default, aten.hardswish.default, aten.hardsigmoid.default,
+        aten.hardshrink.default, aten.leaky_relu.default, aten.softplus.default, aten.elu.default,
+        aten.scaled_dot_product_attention.default, aten.rms_norm.default, aten.roll.default,
+        aten.pixel_shuffle.default, aten.pixel_unshuffle.default,
+    }
 
 
 def test_lookup_gives_reasons():

@@ -166,3 +166,24 @@ def test_linear_kept_undecomposed_only_where_supported():
     edge = lower(Mixed(), inputs)
     assert "aten.linear.default" not in non_delegated_ops(edge)
     assert [call.name for call in deserialize_blob(only_blob(edge)).chain] == ["aten.linear.default"]
+
+
+class AttentionOfTransposedHeads(torch.nn.Module):
+    """SDPA of non-contiguous q/k (heads transposed out of a projection), whose
+    output export views through a transpose: it must stay one kept SDPA."""
+
+    def forward(self, x):
+        q = x.view(1, 5, 4, 8).transpose(1, 2) * 2
+        k = x.view(1, 5, 4, 8).transpose(1, 2) * 3
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True)
+        return out.transpose(1, 2).reshape(1, 5, -1)
+
+
+def test_sdpa_output_viewed_through_transpose_is_delegated():
+    torch.manual_seed(0)
+    edge = lower(AttentionOfTransposedHeads(), (torch.randn(1, 5, 32),))
+    assert delegate_count(edge) == 1
+    assert non_delegated_ops(edge) == []
+    (lowered,) = lowered_modules(edge)
+    targets = {str(node.target) for node in lowered.original_module.graph.nodes if node.op == "call_function"}
+    assert any("scaled_dot_product_attention" in target for target in targets)

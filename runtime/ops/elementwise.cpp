@@ -1,6 +1,8 @@
-// Elementwise ops: binary arithmetic with broadcasting, unary activations.
+// Elementwise ops: arithmetic, comparisons, logical and bitwise ops with
+// broadcasting, where, unary math and activations.
 #include <cmath>
 #include <limits>
+#include <variant>
 
 #include "op_utils.h"
 
@@ -8,40 +10,152 @@ namespace vkd {
 
 namespace {
 
-struct BinaryParams {
+bool is_float(ComputeGraph& g, int id) { return g.tensor(id).dtype == DType::Float32; }
+
+// Float32 and the dtypes stored as int32; `what` names the op's limits in errors.
+enum class Types { Any, FloatOnly, IntOnly };
+
+void require_types(ComputeGraph& g, int id, Types types) {
+  const DType dt = g.tensor(id).dtype;
+  const bool is_int = storage_type(dt) == StorageType::I32;
+  const bool ok = types == Types::FloatOnly ? dt == DType::Float32
+                  : types == Types::IntOnly ? is_int
+                                            : dt == DType::Float32 || is_int;
+  if (!ok) g.fail(std::string("dtype ") + dtype_name(dt) + " is not supported");
+}
+
+// A Scalar argument applied to an integer tensor: it must be an integer in int32 range.
+int32_t int_scalar(ComputeGraph& g, int id) {
+  Value& v = g.value(id);
+  int64_t x = 0;
+  if (auto* i = std::get_if<int64_t>(&v)) {
+    x = *i;
+  } else if (auto* b = std::get_if<bool>(&v)) {
+    x = *b ? 1 : 0;
+  } else {
+    g.fail("a non-integer scalar with an integer tensor is not supported (no type promotion)");
+  }
+  if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+    g.fail("scalar " + std::to_string(x) + " does not fit in int32");
+  }
+  return static_cast<int32_t>(x);
+}
+
+struct BroadcastParams {
   int32_t out_sizes[8];
   int32_t a_strides[8];
   int32_t b_strides[8];
   int32_t numel;
   int32_t rank;
+};
+
+BroadcastParams broadcast_params(ComputeGraph& g, int a, int b, int out) {
+  const Tensor& ta = g.tensor(a);
+  const Tensor& tb = g.tensor(b);
+  Tensor& to = g.tensor(out);
+  to.sizes = broadcast_sizes(g, ta.sizes, tb.sizes);
+  BroadcastParams p{};
+  pack8(p.out_sizes, to.sizes);
+  pack8(p.a_strides, broadcast_strides(ta, to.sizes));
+  pack8(p.b_strides, broadcast_strides(tb, to.sizes));
+  p.numel = static_cast<int32_t>(to.numel());
+  p.rank = static_cast<int32_t>(to.dim());
+  return p;
+}
+
+struct BinaryParams {
+  BroadcastParams b;
   float alpha;
   int32_t same_shape;
 };
 
-// args: self, other, [alpha], out
-void add_binary(ComputeGraph& g, const std::vector<int>& args, const char* shader,
-                bool has_alpha) {
-  const int a = args.at(0), b = args.at(1), out = args.back();
+// a OP b -> out, all of one dtype.
+void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shader,
+                Types types, float alpha = 1.0f) {
   require_same_dtype(g, {a, b, out});
-  const DType dt = g.tensor(out).dtype;
-  if (dt != DType::Float32 && dt != DType::Int32 && dt != DType::Int64) {
-    g.fail(std::string("dtype ") + dtype_name(dt) + " is not supported");
-  }
-  const float alpha = has_alpha ? static_cast<float>(g.get_double(args.at(2))) : 1.0f;
+  require_types(g, out, types);
   g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, a, b},
              [a, b, out, alpha](ComputeGraph& g, Node& node) {
+               BinaryParams p{broadcast_params(g, a, b, out), alpha, 0};
+               const Sizes& so = g.tensor(out).sizes;
+               p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
+               node.set_params(p);
+               node.set_groups_1d(g.tensor(out).numel(), kLocal1D[0]);
+             });
+}
+
+struct CompareParams {
+  BroadcastParams b;
+  int32_t same_shape;
+  int32_t int_scalar;
+  float scalar;
+  int32_t pad;
+};
+
+// a OP b -> bool out; a and b of one dtype.
+void add_compare(ComputeGraph& g, int a, int b, int out, const std::string& shader) {
+  require_same_dtype(g, {a, b});
+  require_types(g, a, Types::Any);
+  if (g.tensor(out).dtype != DType::Bool) g.fail("the output must be bool");
+  g.add_node(g.current_op(), variant(g, shader, a), kLocal1D, {out, a, b},
+             [a, b, out](ComputeGraph& g, Node& node) {
+               CompareParams p{broadcast_params(g, a, b, out), 0, 0, 0.0f, 0};
+               const Sizes& so = g.tensor(out).sizes;
+               p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
+               node.set_params(p);
+               node.set_groups_1d(g.tensor(out).numel(), kLocal1D[0]);
+             });
+}
+
+// a OP scalar -> bool out; `scalar_id` holds the scalar (or -1 for `fixed`).
+void add_compare_scalar(ComputeGraph& g, int a, int scalar_id, int out, const std::string& shader,
+                        double fixed = 0.0) {
+  require_types(g, a, Types::Any);
+  if (g.tensor(out).dtype != DType::Bool) g.fail("the output must be bool");
+  CompareParams base{};
+  if (is_float(g, a)) {
+    base.scalar = static_cast<float>(scalar_id >= 0 ? g.get_double(scalar_id) : fixed);
+  } else {
+    base.int_scalar = scalar_id >= 0 ? int_scalar(g, scalar_id) : static_cast<int32_t>(fixed);
+  }
+  g.add_node(g.current_op(), variant(g, shader, a), kLocal1D, {out, a},
+             [a, out, base](ComputeGraph& g, Node& node) {
+               Tensor& to = g.tensor(out);
+               to.sizes = g.tensor(a).sizes;
+               CompareParams p = base;
+               p.b.numel = static_cast<int32_t>(to.numel());
+               node.set_params(p);
+               node.set_groups_1d(to.numel(), kLocal1D[0]);
+             });
+}
+
+struct WhereParams {
+  int32_t out_sizes[8];
+  int32_t cond_strides[8];
+  int32_t a_strides[8];
+  int32_t b_strides[8];
+  int32_t numel, rank, pad0, pad1;
+};
+
+// where.self(condition, self, other)
+void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
+  if (g.tensor(cond).dtype != DType::Bool) g.fail("the condition must be bool");
+  require_same_dtype(g, {a, b, out});
+  require_types(g, out, Types::Any);
+  g.add_node(g.current_op(), variant(g, "where", out), kLocal1D, {out, cond, a, b},
+             [cond, a, b, out](ComputeGraph& g, Node& node) {
+               const Tensor& tc = g.tensor(cond);
                const Tensor& ta = g.tensor(a);
                const Tensor& tb = g.tensor(b);
                Tensor& to = g.tensor(out);
-               to.sizes = broadcast_sizes(g, ta.sizes, tb.sizes);
-               BinaryParams p{};
+               to.sizes = broadcast_sizes(g, tc.sizes, broadcast_sizes(g, ta.sizes, tb.sizes));
+               WhereParams p{};
                pack8(p.out_sizes, to.sizes);
+               pack8(p.cond_strides, broadcast_strides(tc, to.sizes));
                pack8(p.a_strides, broadcast_strides(ta, to.sizes));
                pack8(p.b_strides, broadcast_strides(tb, to.sizes));
                p.numel = static_cast<int32_t>(to.numel());
                p.rank = static_cast<int32_t>(to.dim());
-               p.alpha = alpha;
-               p.same_shape = ta.sizes == to.sizes && tb.sizes == to.sizes;
                node.set_params(p);
                node.set_groups_1d(to.numel(), kLocal1D[0]);
              });
@@ -49,21 +163,26 @@ void add_binary(ComputeGraph& g, const std::vector<int>& args, const char* shade
 
 struct UnaryParams {
   int32_t numel;
-  float min_value;
-  float max_value;
-  int32_t pad;
+  float a, b, c;
+  int32_t int_min, int_max, pad0, pad1;
 };
 
-void add_unary(ComputeGraph& g, int in, int out, const char* shader,
-               float min_value = -std::numeric_limits<float>::infinity(),
-               float max_value = std::numeric_limits<float>::infinity()) {
-  require_float(g, in);
-  require_float(g, out);
-  g.add_node(g.current_op(), shader, kLocal1D, {out, in},
-             [in, out, min_value, max_value](ComputeGraph& g, Node& node) {
+UnaryParams unary_params(float a = 0, float b = 0, float c = 0) {
+  return UnaryParams{0, a, b, c, std::numeric_limits<int32_t>::min(),
+                     std::numeric_limits<int32_t>::max(), 0, 0};
+}
+
+void add_unary(ComputeGraph& g, int in, int out, const std::string& shader, Types types,
+               UnaryParams params = unary_params()) {
+  require_same_dtype(g, {in, out});
+  require_types(g, out, types);
+  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, in},
+             [in, out, params](ComputeGraph& g, Node& node) {
                Tensor& to = g.tensor(out);
                to.sizes = g.tensor(in).sizes;
-               node.set_params(UnaryParams{static_cast<int32_t>(to.numel()), min_value, max_value, 0});
+               UnaryParams p = params;
+               p.numel = static_cast<int32_t>(to.numel());
+               node.set_params(p);
                node.set_groups_1d(to.numel(), kLocal1D[0]);
              });
 }
@@ -72,77 +191,179 @@ struct ScalarParams {
   int32_t numel;
   float scalar;
   float alpha;
-  int32_t pad;
+  int32_t int_scalar;
 };
 
-// self, other (number), [alpha], out
-void add_binary_scalar(ComputeGraph& g, const std::vector<int>& args, const char* shader,
-                       bool has_alpha) {
-  const int in = args.at(0), out = args.back();
-  require_float(g, in);
-  require_float(g, out);
-  const float scalar = static_cast<float>(g.get_double(args.at(1)));
-  const float alpha = has_alpha ? static_cast<float>(g.get_double(args.at(2))) : 1.0f;
-  g.add_node(g.current_op(), shader, kLocal1D, {out, in},
-             [in, out, scalar, alpha](ComputeGraph& g, Node& node) {
+// tensor OP scalar -> out of the tensor's dtype.
+void add_binary_scalar(ComputeGraph& g, int in, int scalar_id, int out, const std::string& shader,
+                       Types types, float alpha = 1.0f) {
+  require_same_dtype(g, {in, out});
+  require_types(g, out, types);
+  ScalarParams base{0, 0.0f, alpha, 0};
+  if (is_float(g, in)) {
+    base.scalar = static_cast<float>(g.get_double(scalar_id));
+  } else {
+    base.int_scalar = int_scalar(g, scalar_id);
+  }
+  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, in},
+             [in, out, base](ComputeGraph& g, Node& node) {
                Tensor& to = g.tensor(out);
                to.sizes = g.tensor(in).sizes;
-               node.set_params(ScalarParams{static_cast<int32_t>(to.numel()), scalar, alpha, 0});
+               ScalarParams p = base;
+               p.numel = static_cast<int32_t>(to.numel());
+               node.set_params(p);
                node.set_groups_1d(to.numel(), kLocal1D[0]);
              });
 }
 
-float bound_or(ComputeGraph& g, int id, float absent) {
-  return g.is_null(id) ? absent : static_cast<float>(g.get_double(id));
+float get_float(ComputeGraph& g, int id) { return static_cast<float>(g.get_double(id)); }
+
+// clamp(self, min=None, max=None) and hardtanh(self, min_val, max_val): bounds
+// as the tensor's type (integer tensors need integer bounds).
+void add_clamp(ComputeGraph& g, int in, int out, int min_id, int max_id) {
+  const float inf = std::numeric_limits<float>::infinity();
+  UnaryParams p = unary_params(-inf, inf);
+  const bool has_min = !g.is_null(min_id), has_max = !g.is_null(max_id);
+  if (is_float(g, in)) {
+    if (has_min) p.a = get_float(g, min_id);
+    if (has_max) p.b = get_float(g, max_id);
+  } else {
+    if (has_min) p.int_min = int_scalar(g, min_id);
+    if (has_max) p.int_max = int_scalar(g, max_id);
+  }
+  add_unary(g, in, out, "unary_clamp", Types::Any, p);
 }
+
+using Args = std::vector<int>;
 
 }  // namespace
 
 VKD_REGISTER_OPS(register_elementwise_ops) {
-  register_op("aten.add.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_binary(g, a, "binary_add", true);
-  });
-  register_op("aten.sub.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_binary(g, a, "binary_sub", true);
-  });
-  register_op("aten.mul.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_binary(g, a, "binary_mul", false);
-  });
-  register_op("aten.div.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_binary(g, a, "binary_div", false);
-  });
-  for (auto [op, alpha] : {std::pair{"add", true}, {"sub", true}, {"mul", false}, {"div", false}}) {
-    const std::string shader = std::string("scalar_") + op;
-    const bool has_alpha = alpha;
-    register_op(std::string("aten.") + op + ".Scalar",
-                [shader, has_alpha](ComputeGraph& g, const std::vector<int>& a) {
-                  add_binary_scalar(g, a, shader.c_str(), has_alpha);
-                });
+  // add.Tensor / sub.Tensor(self, other, *, alpha=1)
+  for (const char* op : {"add", "sub"}) {
+    const std::string shader = std::string("binary_") + op;
+    register_op(std::string("aten.") + op + ".Tensor", [shader](ComputeGraph& g, const Args& a) {
+      add_binary(g, a.at(0), a.at(1), a.back(), shader, Types::Any, get_float(g, a.at(2)));
+    });
+    register_op(std::string("aten.") + op + ".Scalar", [op](ComputeGraph& g, const Args& a) {
+      add_binary_scalar(g, a.at(0), a.at(1), a.back(), std::string("scalar_") + op, Types::Any,
+                        get_float(g, a.at(2)));
+    });
   }
+  register_op("aten.mul.Tensor", [](ComputeGraph& g, const Args& a) {
+    add_binary(g, a.at(0), a.at(1), a.back(), "binary_mul", Types::Any);
+  });
+  register_op("aten.mul.Scalar", [](ComputeGraph& g, const Args& a) {
+    add_binary_scalar(g, a.at(0), a.at(1), a.back(), "scalar_mul", Types::Any);
+  });
+  register_op("aten.div.Tensor", [](ComputeGraph& g, const Args& a) {
+    add_binary(g, a.at(0), a.at(1), a.back(), "binary_div", Types::FloatOnly);
+  });
+  register_op("aten.div.Scalar", [](ComputeGraph& g, const Args& a) {
+    add_binary_scalar(g, a.at(0), a.at(1), a.back(), "scalar_div", Types::FloatOnly);
+  });
+  // div.Tensor_mode(self, other, *, rounding_mode)
+  register_op("aten.div.Tensor_mode", [](ComputeGraph& g, const Args& a) {
+    if (g.is_null(a.at(2))) {
+      add_binary(g, a.at(0), a.at(1), a.back(), "binary_div", Types::FloatOnly);
+      return;
+    }
+    const std::string mode = g.get_string(a.at(2));
+    if (mode != "trunc" && mode != "floor") g.fail("unknown rounding_mode '" + mode + "'");
+    add_binary(g, a.at(0), a.at(1), a.back(), "binary_div_" + mode, Types::Any);
+  });
+  for (const char* op : {"minimum", "maximum"}) {
+    const std::string shader = std::string("binary_") + op;
+    register_op(std::string("aten.") + op + ".default", [shader](ComputeGraph& g, const Args& a) {
+      add_binary(g, a.at(0), a.at(1), a.back(), shader, Types::Any);
+    });
+  }
+  register_op("aten.pow.Tensor_Tensor", [](ComputeGraph& g, const Args& a) {
+    add_binary(g, a.at(0), a.at(1), a.back(), "binary_pow", Types::Any);
+  });
+  register_op("aten.pow.Tensor_Scalar", [](ComputeGraph& g, const Args& a) {
+    add_binary_scalar(g, a.at(0), a.at(1), a.back(), "scalar_pow", Types::Any);
+  });
+  // pow.Scalar(Scalar self, Tensor exponent)
+  register_op("aten.pow.Scalar", [](ComputeGraph& g, const Args& a) {
+    add_binary_scalar(g, a.at(1), a.at(0), a.back(), "scalar_rpow", Types::Any);
+  });
+  for (const char* op : {"and", "or", "xor"}) {
+    const std::string shader = std::string("binary_bitwise_") + op;
+    register_op(std::string("aten.bitwise_") + op + ".Tensor", [shader](ComputeGraph& g, const Args& a) {
+      add_binary(g, a.at(0), a.at(1), a.back(), shader, Types::IntOnly);
+    });
+    register_op(std::string("aten.logical_") + op + ".default", [op](ComputeGraph& g, const Args& a) {
+      add_compare(g, a.at(0), a.at(1), a.back(), std::string("compare_logical_") + op);
+    });
+  }
+  // bitwise_not: logical on bool (stored as 0/1), two's complement on integers.
+  register_op("aten.bitwise_not.default", [](ComputeGraph& g, const Args& a) {
+    if (g.tensor(a.at(0)).dtype == DType::Bool) {
+      add_compare_scalar(g, a.at(0), -1, a.back(), "compare_scalar_eq", 0.0);
+    } else {
+      add_unary(g, a.at(0), a.back(), "unary_bitwise_not", Types::IntOnly);
+    }
+  });
+  register_op("aten.logical_not.default", [](ComputeGraph& g, const Args& a) {
+    add_compare_scalar(g, a.at(0), -1, a.back(), "compare_scalar_eq", 0.0);
+  });
+  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    register_op(std::string("aten.") + op + ".Tensor", [op](ComputeGraph& g, const Args& a) {
+      add_compare(g, a.at(0), a.at(1), a.back(), std::string("compare_") + op);
+    });
+    register_op(std::string("aten.") + op + ".Scalar", [op](ComputeGraph& g, const Args& a) {
+      add_compare_scalar(g, a.at(0), a.at(1), a.back(), std::string("compare_scalar_") + op);
+    });
+  }
+  register_op("aten.where.self", [](ComputeGraph& g, const Args& a) {
+    add_where(g, a.at(0), a.at(1), a.at(2), a.back());
+  });
 
-  for (const char* name : {"relu", "sigmoid", "tanh"}) {
+  for (const char* name : {"relu", "neg", "abs", "sign"}) {
     const std::string shader = std::string("unary_") + name;
-    register_op(std::string("aten.") + name + ".default",
-                [shader](ComputeGraph& g, const std::vector<int>& a) {
-                  add_unary(g, a.at(0), a.back(), shader.c_str());
-                });
+    register_op(std::string("aten.") + name + ".default", [shader](ComputeGraph& g, const Args& a) {
+      add_unary(g, a.at(0), a.back(), shader, Types::Any);
+    });
+  }
+  for (const char* name : {"sigmoid", "tanh", "exp", "log", "log10", "sqrt", "rsqrt", "reciprocal",
+                           "sin", "cos", "round", "erf", "silu", "hardswish", "hardsigmoid"}) {
+    const std::string shader = std::string("unary_") + name;
+    register_op(std::string("aten.") + name + ".default", [shader](ComputeGraph& g, const Args& a) {
+      add_unary(g, a.at(0), a.back(), shader, Types::FloatOnly);
+    });
   }
   // gelu(self, *, approximate='none')
-  register_op("aten.gelu.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.gelu.default", [](ComputeGraph& g, const Args& a) {
     const std::string approx = g.get_string(a.at(1));
     if (approx != "none" && approx != "tanh") g.fail("unknown gelu approximation '" + approx + "'");
-    add_unary(g, a.at(0), a.back(), approx == "tanh" ? "unary_gelu_tanh" : "unary_gelu");
+    add_unary(g, a.at(0), a.back(), approx == "tanh" ? "unary_gelu_tanh" : "unary_gelu", Types::FloatOnly);
   });
-  // clamp(self, min=None, max=None)
-  register_op("aten.clamp.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    const float inf = std::numeric_limits<float>::infinity();
-    add_unary(g, a.at(0), a.back(), "unary_clamp", bound_or(g, a.at(1), -inf),
-              bound_or(g, a.at(2), inf));
+  register_op("aten.clamp.default", [](ComputeGraph& g, const Args& a) {
+    add_clamp(g, a.at(0), a.back(), a.at(1), a.at(2));
   });
-  // hardtanh(self, min_val=-1, max_val=1)
-  register_op("aten.hardtanh.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_unary(g, a.at(0), a.back(), "unary_clamp", static_cast<float>(g.get_double(a.at(1))),
-              static_cast<float>(g.get_double(a.at(2))));
+  register_op("aten.hardtanh.default", [](ComputeGraph& g, const Args& a) {
+    add_clamp(g, a.at(0), a.back(), a.at(1), a.at(2));
+  });
+  // leaky_relu(self, negative_slope=0.01)
+  register_op("aten.leaky_relu.default", [](ComputeGraph& g, const Args& a) {
+    add_unary(g, a.at(0), a.back(), "unary_leaky_relu", Types::FloatOnly, unary_params(get_float(g, a.at(1))));
+  });
+  // hardshrink(self, lambd=0.5)
+  register_op("aten.hardshrink.default", [](ComputeGraph& g, const Args& a) {
+    add_unary(g, a.at(0), a.back(), "unary_hardshrink", Types::FloatOnly, unary_params(get_float(g, a.at(1))));
+  });
+  // softplus(self, beta=1, threshold=20)
+  register_op("aten.softplus.default", [](ComputeGraph& g, const Args& a) {
+    const float beta = get_float(g, a.at(1));
+    if (beta == 0.0f) g.fail("softplus beta must be nonzero");
+    add_unary(g, a.at(0), a.back(), "unary_softplus", Types::FloatOnly,
+              unary_params(beta, get_float(g, a.at(2))));
+  });
+  // elu(self, alpha=1, scale=1, input_scale=1)
+  register_op("aten.elu.default", [](ComputeGraph& g, const Args& a) {
+    add_unary(g, a.at(0), a.back(), "unary_elu", Types::FloatOnly,
+              unary_params(get_float(g, a.at(1)), get_float(g, a.at(2)), get_float(g, a.at(3))));
   });
 }
 

@@ -59,11 +59,34 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
   if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
 }
 
-void require_no_conversion(ComputeGraph& g, int in, int out) {
-  if (g.tensor(in).dtype != g.tensor(out).dtype) {
-    g.fail(std::string("dtype conversion ") + dtype_name(g.tensor(in).dtype) + " -> " +
-           dtype_name(g.tensor(out).dtype) + " is not supported");
+struct ConvertParams {
+  int32_t numel, pad0, pad1, pad2;
+};
+
+// _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
+// shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
+void add_to_copy(ComputeGraph& g, int in, int out) {
+  const DType from = g.tensor(in).dtype, to = g.tensor(out).dtype;
+  auto supported = [](DType t) {
+    return t == DType::Float32 || t == DType::Int32 || t == DType::Int64 || t == DType::Bool;
+  };
+  if (!supported(from) || !supported(to)) {
+    g.fail(std::string("dtype conversion ") + dtype_name(from) + " -> " + dtype_name(to) +
+           " is not supported");
   }
+  if (from == to) {
+    add_identity(g, in, out);
+    return;
+  }
+  const bool to_bool = to == DType::Bool;
+  const std::string shader = std::string("convert_") + storage_suffix(from) + "_to_" +
+                             (to_bool ? "bool" : storage_suffix(to));
+  g.add_node(g.current_op(), shader, kLocal1D, {out, in}, [in, out](ComputeGraph& g, Node& node) {
+    Tensor& o = g.tensor(out);
+    o.sizes = g.tensor(in).sizes;
+    node.set_params(ConvertParams{static_cast<int32_t>(o.numel()), 0, 0, 0});
+    node.set_groups_1d(o.numel(), kLocal1D[0]);
+  });
 }
 
 struct StridedCopyParams {
@@ -195,6 +218,51 @@ void add_expand(ComputeGraph& g, int in, int out, int size_id) {
   });
 }
 
+// flip(self, dims): a gather with the flipped dims' strides negated.
+void add_flip(ComputeGraph& g, int in, int out, const IntList& dims) {
+  const int64_t rank = g.tensor(in).dim();
+  std::vector<bool> flipped(std::max<int64_t>(rank, 1), false);
+  for (int64_t d : dims) {
+    const int64_t nd = normalize_dim(g, d, rank);
+    if (flipped[nd]) g.fail("flip dims repeat dim " + std::to_string(nd));
+    flipped[nd] = true;
+  }
+  add_gather(g, in, out, [flipped](ComputeGraph&, const Tensor& t) {
+    Gather ga;
+    ga.sizes = t.sizes;
+    ga.strides = t.strides();
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (!flipped[d] || t.sizes[d] == 0) continue;
+      ga.offset += (t.sizes[d] - 1) * ga.strides[d];
+      ga.strides[d] = -ga.strides[d];
+    }
+    return ga;
+  });
+}
+
+// unfold_copy(self, dimension, size, step): windows of `size` elements every
+// `step` along `dimension`, in a new last dim.
+void add_unfold(ComputeGraph& g, int in, int out, int64_t dim, int64_t size, int64_t step) {
+  if (g.tensor(in).dim() == 0) g.fail("unfold of a 0-d tensor is not supported");
+  if (step <= 0 || size < 0) g.fail("unfold needs size >= 0 and step > 0");
+  normalize_dim(g, dim, g.tensor(in).dim());
+  add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
+    const int64_t d = normalize_dim(g, dim, t.dim());
+    if (size > t.sizes[d]) {
+      g.fail("unfold size " + std::to_string(size) + " exceeds dim size " + std::to_string(t.sizes[d]));
+    }
+    const Sizes st = t.strides();
+    Gather ga;
+    ga.sizes = t.sizes;
+    ga.strides = st;
+    ga.sizes[d] = (t.sizes[d] - size) / step + 1;
+    ga.strides[d] = st[d] * step;
+    ga.sizes.push_back(size);
+    ga.strides.push_back(st[d]);
+    return ga;
+  });
+}
+
 std::optional<int64_t> optional_int(ComputeGraph& g, int id) {
   if (g.is_null(id)) return std::nullopt;
   return g.get_int(id);
@@ -264,13 +332,11 @@ VKD_REGISTER_OPS(register_view_ops) {
   // _to_dim_order_copy(self, *, dtype, layout, device, pin_memory, non_blocking, dim_order)
   register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     require_contiguous_dim_order(g, a.at(6), g.tensor(a.at(0)).dim());
-    require_no_conversion(g, a.at(0), a.back());
-    add_identity(g, a.at(0), a.back());
+    add_to_copy(g, a.at(0), a.back());
   });
   // _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format)
   register_op("aten._to_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    require_no_conversion(g, a.at(0), a.back());
-    add_identity(g, a.at(0), a.back());
+    add_to_copy(g, a.at(0), a.back());
   });
   // permute_copy(self, dims)
   register_op("aten.permute_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
@@ -285,6 +351,28 @@ VKD_REGISTER_OPS(register_view_ops) {
   });
   register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_expand(g, a.at(0), a.back(), a.at(1));
+  });
+  register_op("aten.flip.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_flip(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+  });
+  register_op("aten.unfold_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_unfold(g, a.at(0), a.back(), g.get_int(a.at(1)), g.get_int(a.at(2)), g.get_int(a.at(3)));
+  });
+  // split_with_sizes_copy(self, split_sizes, dim) -> Tensor[]: one slice per output.
+  register_op("aten.split_with_sizes_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    const int in = a.at(0);
+    const IntList sizes = g.get_int_list(a.at(1));
+    const int64_t dim = normalize_dim(g, g.get_int(a.at(2)), g.tensor(in).dim());
+    if (a.size() != 3 + sizes.size()) g.fail("expected one output per split size");
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) g.fail("split sizes must not be negative");
+      add_slice(g, in, a[3 + i], dim, start, start + sizes[i], 1);
+      start += sizes[i];
+    }
+    if (g.tensor(in).dim() > 0 && start != g.tensor(in).sizes[dim]) {
+      g.fail("split sizes " + sizes_str(sizes) + " do not add up to dim size " + std::to_string(g.tensor(in).sizes[dim]));
+    }
   });
 }
 

@@ -1,0 +1,87 @@
+"""A small Llama-style decoder: token embedding, pre-norm RMSNorm layers with
+rotary position embeddings and grouped-query causal attention, SiLU-gated MLP,
+final norm and LM head. A forward over a fixed-length sequence of token ids.
+Seeded random weights."""
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.wq = nn.Linear(dim, heads * self.head_dim, bias=False)
+        self.wk = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.wo(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim, heads, kv_heads, hidden, eps):
+        super().__init__()
+        self.attention_norm = nn.RMSNorm(dim, eps=eps)
+        self.attention = Attention(dim, heads, kv_heads)
+        self.ffn_norm = nn.RMSNorm(dim, eps=eps)
+        self.feed_forward = FeedForward(dim, hidden)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attention(self.attention_norm(x), cos, sin)
+        return x + self.feed_forward(self.ffn_norm(x))
+
+
+class Llama(nn.Module):
+    def __init__(self, vocab=1000, dim=256, layers=4, heads=8, kv_heads=2, hidden=768, max_seq_len=128,
+                 rope_theta=10000.0, eps=1e-5, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.tok_embeddings = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden, eps) for _ in range(layers))
+        self.norm = nn.RMSNorm(dim, eps=eps)
+        self.output = nn.Linear(dim, vocab, bias=False)
+        # Rotary tables for every position, rotate-half layout: [max_seq_len, head_dim].
+        head_dim = dim // heads
+        inv_freq = 1.0 / rope_theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)
+        angles = torch.cat([angles, angles], dim=-1)
+        self.register_buffer("rope_cos", angles.cos(), persistent=False)
+        self.register_buffer("rope_sin", angles.sin(), persistent=False)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        cos, sin = self.rope_cos[:t], self.rope_sin[:t]
+        x = self.tok_embeddings(tokens)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.output(self.norm(x))
+
+    @staticmethod
+    def example_inputs(batch=1, seq=32, vocab=1000):
+        torch.manual_seed(1)
+        return (torch.randint(0, vocab, (batch, seq)),)

@@ -1,0 +1,67 @@
+// dtypes: f32 i32
+// variant index_gather1: NIDX=1
+// variant index_gather2: NIDX=2
+// variant index_gather3: NIDX=3
+// variant index_gather4: NIDX=4
+// out[i] = in[sum_d coord_d * in_stride_d + sum_k idx_k[offset_k(coord)] * sel_stride_k]:
+// index_select, embedding, gather and index.Tensor are this gather with other
+// strides. Index tensors are int32 storage; a negative index counts from the end
+// of its dim (out-of-range ones are clamped so that no read leaves the buffer).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Idx0 { int idx0[]; };
+#if NIDX > 1
+layout(set = 0, binding = 3) readonly buffer Idx1 { int idx1[]; };
+#endif
+#if NIDX > 2
+layout(set = 0, binding = 4) readonly buffer Idx2 { int idx2[]; };
+#endif
+#if NIDX > 3
+layout(set = 0, binding = 5) readonly buffer Idx3 { int idx3[]; };
+#endif
+layout(set = 0, binding = 2 + NIDX) uniform Params {
+  ivec4 out_sizes[2];
+  ivec4 in_strides[2];   // stride in `in` of each out dim (0 for dims an index decides)
+  ivec4 idx_strides[8];  // per index tensor k: its stride of each out dim at [2k], [2k+1]
+  ivec4 sel_strides;     // stride in `in` of the dim index tensor k selects along
+  ivec4 sel_sizes;       // size of that dim
+  int numel;
+  int rank;
+} p;
+
+int selected(int v, int k) {
+  const int n = p.sel_sizes[k];
+  if (v < 0) v += n;
+  return clamp(v, 0, n - 1) * p.sel_strides[k];
+}
+
+void main() {
+  const int i = int(flat_index());
+  if (i >= p.numel) return;
+  int rem = i;
+  int offset = 0;
+  ivec4 io = ivec4(0);
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int s = DIM(p.out_sizes, d);
+    const int c = rem % s;
+    rem /= s;
+    offset += c * DIM(p.in_strides, d);
+    for (int k = 0; k < NIDX; ++k) io[k] += c * p.idx_strides[2 * k + (d >> 2)][d & 3];
+  }
+  offset += selected(idx0[io[0]], 0);
+#if NIDX > 1
+  offset += selected(idx1[io[1]], 1);
+#endif
+#if NIDX > 2
+  offset += selected(idx2[io[2]], 2);
+#endif
+#if NIDX > 3
+  offset += selected(idx3[io[3]], 3);
+#endif
+  out_data[i] = in_data[offset];
+}

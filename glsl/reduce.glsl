@@ -1,0 +1,124 @@
+// Reductions over any set of dims. The input is viewed as kept dims x reduced dims
+// (each a strided index space of up to rank 8); one workgroup reduces the reduced
+// elements of one output element with a shared-memory tree.
+// dtypes: f32 i32
+// variant reduce_sum: OP=0
+// variant reduce_mean(f32): OP=0 MEAN=1
+// variant reduce_amax: OP=1
+// variant reduce_amin: OP=2
+// variant reduce_argmax: OP=1 ARG=1
+// variant reduce_argmin: OP=2 ARG=1
+// variant reduce_var(f32): OP=0 VAR=1
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+#if ARG
+#define OUT_T int
+#else
+#define OUT_T T
+#endif
+
+layout(set = 0, binding = 0) writeonly buffer Out { OUT_T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) uniform Params {
+  ivec4 kept_sizes[2];
+  ivec4 kept_strides[2];
+  ivec4 red_sizes[2];
+  ivec4 red_strides[2];
+  int out_numel;
+  int red_numel;
+  int kept_rank;
+  int red_rank;
+  float divisor;  // mean: the count; var: the count less the correction
+  int pad0;
+  int pad1;
+  int pad2;
+} p;
+
+shared T partial[gl_WorkGroupSize.x];
+shared int partial_index[gl_WorkGroupSize.x];
+
+#if IS_FLOAT
+#define IS_NAN(v) isnan(v)
+const float kInit[3] = float[3](0.0, -1.0 / 0.0, 1.0 / 0.0);
+#else
+#define IS_NAN(v) false
+const int kInit[3] = int[3](0, -2147483647 - 1, 2147483647);
+#endif
+
+// Whether (v, i) wins over (w, j) for max (OP 1) or min (OP 2): NaN wins (torch
+// propagates it), then the larger (smaller) value, then the first index. Index
+// -1 marks an empty slot.
+bool beats(T v, int i, T w, int j) {
+  if (j < 0) return true;
+  if (i < 0) return false;
+  if (IS_NAN(v) || IS_NAN(w)) return IS_NAN(v) && (!IS_NAN(w) || i < j);
+  if (v != w) return OP == 1 ? v > w : v < w;
+  return i < j;
+}
+
+// Reduces (v, i) over the workgroup; the result is in partial[0], partial_index[0].
+void tree(T v, int i) {
+  const uint t = gl_LocalInvocationID.x;
+  partial[t] = v;
+  partial_index[t] = i;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) {
+#if OP == 0
+      partial[t] += partial[t + s];
+#else
+      if (beats(partial[t + s], partial_index[t + s], partial[t], partial_index[t])) {
+        partial[t] = partial[t + s];
+        partial_index[t] = partial_index[t + s];
+      }
+#endif
+    }
+    barrier();
+  }
+}
+
+void main() {
+  const int o = int(flat_group());
+  if (o >= p.out_numel) return;  // uniform across the workgroup
+  const int base = strided_offset(o, p.kept_rank, p.kept_sizes, p.kept_strides);
+  const int t = int(gl_LocalInvocationID.x);
+  const int n = int(gl_WorkGroupSize.x);
+
+  T acc = kInit[OP];
+  int acc_index = -1;
+  for (int r = t; r < p.red_numel; r += n) {
+    T v = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)];
+#if OP == 0
+    acc += v;
+#else
+    if (beats(v, r, acc, acc_index)) {
+      acc = v;
+      acc_index = r;
+    }
+#endif
+  }
+  tree(acc, acc_index);
+#if VAR
+  // Second pass around the mean.
+  const float mean = partial[0] / float(p.red_numel);
+  barrier();
+  acc = 0.0;
+  for (int r = t; r < p.red_numel; r += n) {
+    float d = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)] - mean;
+    acc += d * d;
+  }
+  tree(acc, -1);
+#endif
+  if (t == 0) {
+#if ARG
+    out_data[o] = max(partial_index[0], 0);
+#elif MEAN || VAR
+    out_data[o] = partial[0] / p.divisor;
+#else
+    out_data[o] = partial[0];
+#endif
+  }
+}

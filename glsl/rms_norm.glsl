@@ -1,0 +1,45 @@
+// rms_norm over the trailing `D` elements of each row:
+//   out = x * rsqrt(mean(x^2) + eps) * weight
+// One workgroup per row.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Weight { float weight_data[]; };
+layout(set = 0, binding = 3) uniform Params {
+  int rows;
+  int D;
+  int has_weight;
+  float eps;
+} p;
+
+shared float partial[gl_WorkGroupSize.x];
+
+void main() {
+  const int row = int(flat_group());
+  if (row >= p.rows) return;  // uniform across the workgroup
+  const int base = row * p.D;
+  const int t = int(gl_LocalInvocationID.x);
+  const int n = int(gl_WorkGroupSize.x);
+
+  float s = 0.0;
+  for (int d = t; d < p.D; d += n) {
+    const float x = in_data[base + d];
+    s += x * x;
+  }
+  partial[t] = s;
+  barrier();
+  for (int h = n / 2; h > 0; h >>= 1) {
+    if (t < h) partial[t] += partial[t + h];
+    barrier();
+  }
+  const float rstd = inversesqrt(partial[0] / float(p.D) + p.eps);
+  for (int d = t; d < p.D; d += n) {
+    float y = in_data[base + d] * rstd;
+    if (p.has_weight != 0) y *= weight_data[d];
+    out_data[base + d] = y;
+  }
+}

@@ -1,0 +1,148 @@
+// Transformer blocks kept whole: scaled_dot_product_attention (one fused
+// kernel with an online softmax) and rms_norm.
+#include <cfloat>
+#include <cmath>
+
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+constexpr LocalSize kRowLocal{64, 1, 1};
+constexpr int64_t kMaxHeadDim = 256;  // sdpa.glsl: MAX_E, and 4 accumulators per invocation
+
+struct SdpaParams {
+  int32_t lead_sizes[8];
+  int32_t mask_strides[8];
+  int32_t rows, L, S, E, Ev, lead_rank, heads, group, causal;
+  float scale;
+  int32_t mask_stride_l, mask_stride_s;
+};
+
+// scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+//                              is_causal=False, *, scale=None, enable_gqa=False)
+void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 9) g.fail("expected 8 arguments and 1 output");
+  const int q = a[0], k = a[1], v = a[2], out = a[8];
+  const int mask = g.is_null(a[3]) ? -1 : a[3];
+  if (g.get_double(a[4]) != 0.0) g.fail("dropout_p must be 0 (inference)");
+  const bool causal = g.get_bool(a[5]);
+  const bool has_scale = !g.is_null(a[6]);
+  const double scale_arg = has_scale ? g.get_double(a[6]) : 0.0;
+  const bool gqa = g.get_bool(a[7]);
+  for (int id : {q, k, v, out}) require_float(g, id);
+  if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
+  std::string shader = "sdpa";
+  std::vector<int> tensors{out, q, k, v};
+  if (mask >= 0) {
+    const DType md = g.tensor(mask).dtype;
+    if (md == DType::Float32) {
+      shader = "sdpa_float_mask";
+    } else if (md == DType::Bool) {
+      shader = "sdpa_bool_mask";
+    } else {
+      g.fail(std::string("attn_mask must be float32 or bool, not ") + dtype_name(md));
+    }
+    tensors.push_back(mask);
+  }
+  g.add_node(g.current_op(), shader, kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
+    const Tensor& tq = g.tensor(q);
+    const Tensor& tk = g.tensor(k);
+    const Tensor& tv = g.tensor(v);
+    const int64_t rank = tq.dim();
+    if (rank < 2 || tk.dim() != rank || tv.dim() != rank) g.fail("query, key and value need one rank of at least 2");
+    const int64_t L = tq.sizes[rank - 2], E = tq.sizes[rank - 1];
+    const int64_t S = tk.sizes[rank - 2], Ev = tv.sizes[rank - 1];
+    if (tk.sizes[rank - 1] != E || tv.sizes[rank - 2] != S) {
+      g.fail("key " + sizes_str(tk.sizes) + " and value " + sizes_str(tv.sizes) + " do not fit query " +
+             sizes_str(tq.sizes));
+    }
+    if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+    const int64_t heads = rank >= 3 ? tq.sizes[rank - 3] : 1;
+    const int64_t kv_heads = rank >= 3 ? tk.sizes[rank - 3] : 1;
+    for (int64_t d = 0; d + 2 < rank; ++d) {
+      const bool head_dim = d == rank - 3;
+      if (tk.sizes[d] != tv.sizes[d]) g.fail("key and value lead dims differ");
+      if (tk.sizes[d] == tq.sizes[d]) continue;
+      if (!(head_dim && gqa && tk.sizes[d] > 0 && tq.sizes[d] % tk.sizes[d] == 0)) {
+        g.fail("key " + sizes_str(tk.sizes) + " does not match query " + sizes_str(tq.sizes) +
+               (head_dim ? " (grouped heads need enable_gqa=True)" : ""));
+      }
+    }
+    Tensor& o = g.tensor(out);
+    o.sizes = tq.sizes;
+    o.sizes[rank - 1] = Ev;
+    SdpaParams p{};
+    const Sizes lead(tq.sizes.begin(), tq.sizes.end() - 2);
+    pack8(p.lead_sizes, lead);
+    if (mask >= 0) {
+      Sizes full = lead;
+      full.push_back(L);
+      full.push_back(S);
+      const Tensor& tm = g.tensor(mask);
+      if (tm.dim() > rank) g.fail("attn_mask has a higher rank than query");
+      if (broadcast_sizes(g, tm.sizes, full) != full) g.fail("attn_mask " + sizes_str(tm.sizes) + " does not broadcast to " + sizes_str(full));
+      const Sizes ms = broadcast_strides(tm, full);
+      for (int64_t d = 0; d < 8; ++d) p.mask_strides[d] = d < rank - 2 ? static_cast<int32_t>(ms[d]) : 0;
+      p.mask_stride_l = static_cast<int32_t>(ms[rank - 2]);
+      p.mask_stride_s = static_cast<int32_t>(ms[rank - 1]);
+    }
+    p.rows = static_cast<int32_t>(numel_of(lead) * L);
+    p.L = static_cast<int32_t>(L);
+    p.S = static_cast<int32_t>(S);
+    p.E = static_cast<int32_t>(E);
+    p.Ev = static_cast<int32_t>(Ev);
+    p.lead_rank = static_cast<int32_t>(rank - 2);
+    p.heads = static_cast<int32_t>(std::max<int64_t>(heads, 1));
+    p.group = static_cast<int32_t>(kv_heads > 0 ? std::max<int64_t>(heads / kv_heads, 1) : 1);
+    p.causal = causal;
+    p.scale = static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
+    node.set_params(p);
+    node.set_groups_1d(p.rows, 1);  // one workgroup per query row
+  });
+}
+
+struct RmsNormParams {
+  int32_t rows, D, has_weight;
+  float eps;
+};
+
+// rms_norm(input, normalized_shape, weight=None, eps=None)
+void add_rms_norm(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 5) g.fail("expected 4 arguments and 1 output");
+  const int in = a[0], out = a[4];
+  const int weight = g.is_null(a[2]) ? -1 : a[2];
+  for (int id : {in, out, weight}) {
+    if (id >= 0) require_float(g, id);
+  }
+  const IntList shape = g.get_int_list(a[1]);
+  // PyTorch's default: the machine epsilon of the compute type.
+  const float eps = g.is_null(a[3]) ? FLT_EPSILON : static_cast<float>(g.get_double(a[3]));
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  const int64_t D = numel_of(shape);
+  if (weight >= 0 && g.tensor(weight).numel() != D) g.fail("weight must have normalized_shape");
+  g.add_node(g.current_op(), "rms_norm", kRowLocal, {out, in, weight >= 0 ? weight : in},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& x = g.tensor(in);
+               if (nd == 0 || nd > x.dim()) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");
+               for (int64_t i = 0; i < nd; ++i) {
+                 if (x.sizes[x.dim() - nd + i] != shape[i]) {
+                   g.fail("normalized_shape " + sizes_str(shape) + " does not match input " + sizes_str(x.sizes));
+                 }
+               }
+               g.tensor(out).sizes = x.sizes;
+               const int64_t rows = D == 0 ? 0 : x.numel() / D;
+               node.set_params(RmsNormParams{static_cast<int32_t>(rows), static_cast<int32_t>(D), weight >= 0, eps});
+               node.set_groups_1d(rows, 1);  // one workgroup per row
+             });
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_attention_ops) {
+  register_op("aten.scaled_dot_product_attention.default", add_sdpa);
+  register_op("aten.rms_norm.default", add_rms_norm);
+}
+
+}  // namespace vkd
