@@ -5,11 +5,13 @@ all need "the value of argument `name`" whether the call passed it positionally,
 by keyword, or left it to the schema default.
 """
 
-from typing import Any, Iterator, List, Optional, Tuple
+import operator
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import sympy
 import torch
 from torch.fx import Node
+from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
 _NO_VALUE = object()
 
@@ -73,18 +75,76 @@ def op_name(target: Any) -> str:
     return getattr(target, "__name__", str(target))
 
 
-def upper_bound_sizes(val: torch.Tensor) -> Tuple[int, ...]:
-    """val's sizes, each symbolic size replaced by the upper bound export recorded for it."""
+# Nodes computing symbolic ints (dynamic sizes and arithmetic on them), and
+# their op names in the blob; the runtime recomputes them (runtime/ops/symint.cpp).
+SYMINT_OPS: Dict[Any, str] = {
+    torch.ops.aten.sym_size.int: "aten.sym_size.int",
+    operator.add: "sym.add",
+    operator.sub: "sym.sub",
+    operator.mul: "sym.mul",
+    operator.floordiv: "sym.floordiv",
+    operator.mod: "sym.mod",
+    operator.neg: "sym.neg",
+}
+
+
+def is_symint(value: Any) -> bool:
+    """True for a node whose value is a symbolic (or plain) int, such as a sym_size node."""
+    return isinstance(value, Node) and isinstance(value.meta.get("val"), (torch.SymInt, int)) and not isinstance(
+        value.meta.get("val"), bool
+    )
+
+
+def is_symint_op(node: Node) -> bool:
+    """True for a call of a SYMINT_OPS op that outputs an int."""
+    return node.op == "call_function" and node.target in SYMINT_OPS and is_symint(node)
+
+
+def _bound(size: Any, which: str) -> int:
+    if not isinstance(size, torch.SymInt):
+        return int(size)
+    expr = size.node.expr
+    value = getattr(size.node.shape_env.bound_sympy(expr), which)
+    if not isinstance(value, sympy.Integer):
+        raise ValueError(
+            f"dynamic size {expr} has no {which} bound; give its torch.export.Dim a "
+            + ("max (tensors are allocated at their largest size)" if which == "upper" else "min")
+        )
+    return int(value)
+
+
+def upper_bound_int(value: Any) -> int:
+    """The largest value a (symbolic) int can take."""
+    return _bound(value, "upper")
+
+
+def lower_bound_sizes(val: torch.Tensor) -> Tuple[int, ...]:
+    """val's sizes, each symbolic size replaced by its smallest allowed value.
+
+    While tracing, export assumes dynamic sizes are not 0 or 1, and the edge
+    program records a Dim(min=1) (or min=0) as a symbol with a lower bound of
+    2: the user's min is lost. Such a symbol is therefore taken to start at 1
+    (the kernels run any size; 0 stays excluded).
+    """
     sizes = []
     for size in val.shape:
-        if isinstance(size, torch.SymInt):
-            expr = size.node.expr
-            upper = size.node.shape_env.bound_sympy(expr).upper
-            if not isinstance(upper, sympy.Integer):
-                raise ValueError(
-                    f"dynamic size {expr} has no upper bound; give its torch.export.Dim a max "
-                    "(tensors are allocated at their largest size)"
-                )
-            size = int(upper)
-        sizes.append(int(size))
+        if not isinstance(size, torch.SymInt):
+            sizes.append(int(size))
+            continue
+        expr = size.node.expr
+        shape_env = size.node.shape_env
+        ranges = {}
+        for symbol in expr.free_symbols:
+            bounds = shape_env.bound_sympy(symbol)
+            lower = 1 if bounds.lower == 2 else bounds.lower
+            ranges[symbol] = ValueRanges(lower, bounds.upper)
+        lower = bound_sympy(expr, ranges).lower
+        if not isinstance(lower, sympy.Integer):
+            raise ValueError(f"dynamic size {expr} has no lower bound")
+        sizes.append(int(lower))
     return tuple(sizes)
+
+
+def upper_bound_sizes(val: torch.Tensor) -> Tuple[int, ...]:
+    """val's sizes, each symbolic size replaced by the upper bound export recorded for it."""
+    return tuple(_bound(size, "upper") for size in val.shape)

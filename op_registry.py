@@ -57,6 +57,14 @@ class OpEntry:
     check: Check = _accept
     # Natively implemented: the partitioner asks ExecuTorch not to decompose it.
     keep_undecomposed: bool = False
+    # The runtime makes the output a view of the first argument (add_view_node:
+    # same storage) whenever both have one dtype, so memory planning keeps them
+    # in one allocation. Set it exactly: a kernel's input and output must not share.
+    aliases_input: bool = False
+    # Int arguments may be symbolic (dynamic sizes): the runtime reads them with
+    # g.get_int / g.get_int_list inside its update function, so they follow
+    # every resize. Without it, a node with a symbolic int argument stays on CPU.
+    symint_args: bool = False
     # Numerical kind, which picks the test tolerance against eager PyTorch:
     # "elementwise", "transcendental", "reduction" or "matmul".
     kind: str = "elementwise"
@@ -1585,19 +1593,21 @@ REGISTRY = OpRegistry(
             "view_copy",
             (aten.view_copy.default,),
             _view_samples,
-            "Static sizes only: the graph format has no symbolic ints, so no resize." + _INT_STORAGE,
-            supports_resize=False,
+            "Sizes may be symbolic (dynamic shapes)." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
+            aliases_input=True,
+            symint_args=True,
         ),
         OpEntry("permute_copy", (aten.permute_copy.default,), _permute_samples, "Ranks 0-8." + _INT_STORAGE, dtypes=ANY_DTYPE),
         OpEntry("unsqueeze_copy", (aten.unsqueeze_copy.default,), _unsqueeze_samples, "Output rank up to 8." + _INT_STORAGE,
-                dtypes=ANY_DTYPE),
+                dtypes=ANY_DTYPE, aliases_input=True),
         OpEntry(
             "squeeze_copy",
             (aten.squeeze_copy.dims, aten.squeeze_copy.dim, aten.squeeze_copy.default),
             _squeeze_samples,
             "All three overloads." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
+            aliases_input=True,
         ),
         OpEntry("select_copy", (aten.select_copy.int,), _select_samples, "Negative index allowed." + _INT_STORAGE,
                 dtypes=ANY_DTYPE),
@@ -1607,9 +1617,9 @@ REGISTRY = OpRegistry(
             "expand_copy",
             (aten.expand_copy.default,),
             _expand_samples,
-            "Static sizes only (-1 keeps a dim), so no resize." + _INT_STORAGE,
-            supports_resize=False,
+            "-1 keeps a dim; sizes may be symbolic (dynamic shapes)." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
+            symint_args=True,
         ),
         OpEntry(
             "native_layer_norm",
@@ -1626,6 +1636,7 @@ REGISTRY = OpRegistry(
             "A copy; contiguous memory format / dim order only." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_contiguous_layout,
+            aliases_input=True,
         ),
         OpEntry(
             "to_copy",
@@ -1635,8 +1646,10 @@ REGISTRY = OpRegistry(
             "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_to_copy,
+            aliases_input=True,
         ),
-        OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE),
+        OpEntry("alias_copy", (aten.alias_copy.default,), _alias_copy_samples, "A copy." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                aliases_input=True),
         # --- elementwise family: math, activations, comparisons, logical/bitwise, where,
         # reductions (dtype conversions are the to_copy entry above) ---
         OpEntry("div_rounding", (aten.div.Tensor_mode,), _div_mode_samples,
@@ -1882,6 +1895,11 @@ REGISTRY = OpRegistry(
 
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:
     return REGISTRY.lookup(node)
+
+
+def aliasing_op_names() -> FrozenSet[str]:
+    """Op names whose runtime output is a view of their first argument (see OpEntry.aliases_input)."""
+    return frozenset(name for entry in REGISTRY if entry.aliases_input for name in entry.op_names)
 
 
 def registered_op_names() -> List[str]:

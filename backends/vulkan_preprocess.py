@@ -1,9 +1,12 @@
 """VkDelegateBackend.preprocess: turns a partition's edge program into a vkdelegate blob.
 
 Steps: fold constant subexpressions; constants and user inputs become tensor
-values; every other call_function node becomes an OpCall whose args are all
-of its op's schema arguments, then its outputs; the output node names the
-graph outputs; serialization/blob.py writes the result.
+values (inputs carry their lower bound sizes); every other call_function node
+becomes an OpCall whose args are all of its op's schema arguments, then its
+outputs; nodes computing symbolic ints (sym_size, SymInt arithmetic) become
+OpCalls that output SymInt values, which SymInt[] arguments refer to; the output node names the
+graph outputs; memory planning lets intermediates share allocations
+(memory_planning.py); serialization/blob.py writes the result.
 """
 
 import json
@@ -18,7 +21,19 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.fx import Node
 
 from ..compile_options import from_compile_specs
-from ..fx_nodes import node_inputs, op_name, output_tensors, schema_arguments, upper_bound_sizes
+from ..fx_nodes import (
+    SYMINT_OPS,
+    is_symint,
+    is_symint_op,
+    lower_bound_sizes,
+    node_inputs,
+    op_name,
+    output_tensors,
+    schema_arguments,
+    upper_bound_int,
+    upper_bound_sizes,
+)
+from ..op_registry import aliasing_op_names
 from ..serialization.blob import serialize_graph
 from ..serialization.graph_ir import (
     BoolListValue,
@@ -31,10 +46,12 @@ from ..serialization.graph_ir import (
     NullValue,
     OpCall,
     StringValue,
+    SymIntValue,
     TensorValue,
     ValueListValue,
 )
 from ..serialization.torch_dtypes import schema_dtype
+from .memory_planning import plan_memory
 
 _CONSTANT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
@@ -49,8 +66,11 @@ class VkDelegateBackend(BackendDetails):
 
 
 def build_graph(edge_program: ExportedProgram) -> GraphIR:
-    """The GraphIR of one partition (options left empty)."""
-    return _GraphBuilder(edge_program).build()
+    """The memory-planned GraphIR of one partition (options left empty)."""
+    graph = _GraphBuilder(edge_program).build()
+    aliasing = aliasing_op_names()
+    plan_memory(graph, lambda name: name in aliasing)
+    return graph
 
 
 def constant_bytes(tensor: torch.Tensor) -> bytes:
@@ -67,6 +87,8 @@ class _GraphBuilder:
         self.tensor_ids: Dict[Node, int] = {}
         # The output value ids of each multi-output node.
         self.output_ids: Dict[Node, List[int]] = {}
+        # The SymInt value id of each node computing a symbolic int.
+        self.symint_ids: Dict[Node, int] = {}
         # Real tensors of constant placeholders and folded nodes; they become
         # constant values only when something not folded refers to them.
         self.constant_tensors: Dict[Node, Any] = {}
@@ -79,8 +101,13 @@ class _GraphBuilder:
                 spec = kinds[node.name]
                 if spec.kind in _CONSTANT_KINDS:
                     self.constant_tensors[node] = self._constant(spec.target)
+                elif is_symint(node):
+                    raise ValueError(
+                        f"{node.name}: a symbolic int input to a vkdelegate partition is not supported "
+                        "(the partition should compute its sizes itself)"
+                    )
                 else:
-                    self.tensor_ids[node] = self._new_tensor(node)
+                    self.tensor_ids[node] = self._new_tensor(node, with_min_sizes=True)
                     self.graph.input_ids.append(self.tensor_ids[node])
             elif node.op == "call_function":
                 self._call(node)
@@ -107,7 +134,12 @@ class _GraphBuilder:
         return self.program.constants[target]
 
     def _call(self, node: Node) -> None:
-        if node.target is operator.getitem:
+        if is_symint_op(node):
+            args = [self._symint_operand(node, item) for item in node.args]
+            out = self.graph.add_value(SymIntValue(upper_bound_int(node.meta["val"])))
+            self.symint_ids[node] = out
+            self.graph.chain.append(OpCall(SYMINT_OPS[node.target], tuple(args + [out])))
+        elif node.target is operator.getitem:
             source, index = node.args
             if source in self.constant_tensors:
                 self.constant_tensors[node] = self.constant_tensors[source][index]
@@ -130,20 +162,36 @@ class _GraphBuilder:
         with torch.no_grad():
             return node.target(*args, **kwargs)
 
-    def _new_tensor(self, node: Node, index: int = 0) -> int:
+    def _symint_operand(self, node: Node, item: Any) -> int:
+        """An operand of a SymInt op: a tensor (sym_size), a SymInt, or an int."""
+        if isinstance(item, Node):
+            if item in self.symint_ids:
+                return self.symint_ids[item]
+            return self._tensor_id(item)
+        if isinstance(item, int) and not isinstance(item, bool):
+            return self.graph.add_value(IntValue(item))
+        raise ValueError(f"{node.name}: cannot serialize SymInt operand {item!r}")
+
+    def _new_tensor(self, node: Node, index: int = 0, with_min_sizes: bool = False) -> int:
         val = output_tensors(node)[index]
         if val is None:
             # An absent optional output still takes its place in the op's args.
             return self.graph.add_value(NullValue())
         try:
             sizes = upper_bound_sizes(val)
+            min_sizes = lower_bound_sizes(val) if with_min_sizes else ()
             dtype = schema_dtype(val.dtype)
         except ValueError as error:
             raise ValueError(f"{node.name}: {error}") from None
-        return self.graph.add_value(TensorValue(dtype, sizes))
+        return self.graph.add_value(TensorValue(dtype, sizes, min_sizes=min_sizes))
 
     def _tensor_id(self, node: Node) -> int:
         if node not in self.tensor_ids:
+            if node in self.symint_ids:
+                raise ValueError(
+                    f"{node.name} is a symbolic int used where a tensor is expected "
+                    "(a symbolic int output of a vkdelegate partition is not supported)"
+                )
             if node not in self.constant_tensors:
                 raise ValueError(f"{node.name} is not a tensor value of this partition")
             tensor = self.constant_tensors[node]
@@ -155,6 +203,8 @@ class _GraphBuilder:
     def _argument_id(self, node: Node, argument: torch.Argument, value: Any) -> int:
         """The id of a new value holding one argument (tensors: the id of their existing value)."""
         if isinstance(value, Node):
+            if value in self.symint_ids:
+                return self.symint_ids[value]
             return self._tensor_id(value)
         if isinstance(value, (list, tuple)):
             return self.graph.add_value(self._list_value(node, argument, value))
@@ -165,6 +215,9 @@ class _GraphBuilder:
 
     def _list_value(self, node: Node, argument: torch.Argument, items: Sequence[Any]):
         element_type = _list_element_type(argument.type)
+        if element_type in ("SymInt", "int") and any(isinstance(item, Node) for item in items):
+            # A SymInt[] with dynamic entries: ids of SymInt and Int values.
+            return ValueListValue(tuple(self._symint_operand(node, item) for item in items))
         if "Tensor" in element_type or any(isinstance(item, Node) for item in items):
             return ValueListValue(
                 tuple(self.graph.add_value(NullValue()) if item is None else self._tensor_id(item) for item in items)

@@ -4,6 +4,11 @@ What runs is decided by the op registry; this module adds only the checks that
 hold for every op (fake tensors present, serializable dtypes, bounded dynamic
 sizes) and constant folding: a node that computes only from constants is
 accepted whatever its dtypes, because preprocess evaluates it ahead of time.
+
+Dynamic shapes: nodes computing symbolic ints (sym_size.int and int
+arithmetic, fx_nodes.SYMINT_OPS) go into a partition when every user of
+theirs is supported, so that the partition computes the sizes it needs; an op
+taking a symbolic int is supported only if that int's node is.
 """
 
 import collections
@@ -21,7 +26,16 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..backends.vulkan_preprocess import VkDelegateBackend
 from ..compile_options import to_compile_specs, validate as validate_options
-from ..fx_nodes import fake_tensor, node_inputs, op_name, output_tensors, upper_bound_sizes
+from ..fx_nodes import (
+    fake_tensor,
+    is_symint,
+    is_symint_op,
+    node_inputs,
+    op_name,
+    output_tensors,
+    upper_bound_int,
+    upper_bound_sizes,
+)
 from ..op_registry import REGISTRY, OpRegistry
 from ..serialization.torch_dtypes import SCHEMA_DTYPES
 
@@ -42,12 +56,16 @@ def _generic_reason(node: Node) -> Optional[str]:
     """Why no vkdelegate op could run node, whatever the op: missing or unserializable values."""
     for item in node_inputs(node):
         val = item.meta.get("val")
+        if is_symint(item):
+            if not is_symint_op(item):
+                return f"input {item.name} is a symbolic int that no vkdelegate op computes"
+            continue
         if not isinstance(val, torch.Tensor):
-            return f"input {item.name} is a {type(val).__name__}, not a tensor (the graph format has no symbolic ints)"
+            return f"input {item.name} is a {type(val).__name__}, not a tensor"
     outputs = output_tensors(node)
     if any(val is None for val in outputs):
         return "output has no fake tensor in meta['val']"
-    for val in [fake_tensor(item) for item in node_inputs(node)] + outputs:
+    for val in [fake_tensor(item) for item in node_inputs(node) if not is_symint(item)] + outputs:
         if val.dtype not in SCHEMA_DTYPES:
             return f"dtype {val.dtype} cannot be serialized"
         try:
@@ -63,12 +81,13 @@ class VulkanOperatorSupport(OperatorSupportBase):
     constants: names of the placeholders holding constant data.
     """
 
-    def __init__(self, options: Mapping[str, Any], constants: FrozenSet[str], registry: OpRegistry = REGISTRY):
+    def __init__(self, options: Mapping[str, Any], constants: FrozenSet[str], registry: Optional[OpRegistry] = None):
         self.require_resize = options["require_dynamic_shapes"]
         self.constants = constants
-        self.registry = registry
+        self.registry = REGISTRY if registry is None else registry
         self.rejections: Dict[Node, str] = {}
         self._foldable: Dict[Node, bool] = {}
+        self._symint_reasons: Dict[Tuple[str, Node], Optional[str]] = {}
 
     def is_node_supported(self, submodules: Mapping[str, torch.nn.Module], node: Node) -> bool:
         if node.op != "call_function":
@@ -82,6 +101,18 @@ class VulkanOperatorSupport(OperatorSupportBase):
         return reason is None
 
     def reason_unsupported(self, node: Node) -> Optional[str]:
+        if is_symint_op(node):
+            return self._symint_reason(node)
+        reason = self._own_reason(node)
+        if reason is not None:
+            return reason
+        for item in node_inputs(node):
+            if is_symint(item) and self._symint_reason(item) is not None:
+                return f"its symbolic int input {item.name} stays on CPU: {self._symint_reason(item)}"
+        return None
+
+    def _own_reason(self, node: Node) -> Optional[str]:
+        """Why node cannot run, looking at the node alone (not at where its symbolic int inputs go)."""
         if self.is_foldable(node):
             return None
         reason = _generic_reason(node)
@@ -92,6 +123,52 @@ class VulkanOperatorSupport(OperatorSupportBase):
             return reason
         if self.require_resize and not entry.supports_resize:
             return f"{entry.name} cannot resize, and require_dynamic_shapes is set"
+        if not entry.symint_args and any(is_symint(item) for item in node_inputs(node)):
+            return f"{entry.name} does not take symbolic int arguments"
+        return None
+
+    def _symint_reason(self, node: Node) -> Optional[str]:
+        """A symbolic int node goes into a partition if its operands can and all of its users can."""
+        return self._symint_operands_reason(node) or self._symint_users_reason(node)
+
+    def _symint_operands_reason(self, node: Node) -> Optional[str]:
+        key = ("operands", node)
+        if key not in self._symint_reasons:
+            self._symint_reasons[key] = self._compute_operands_reason(node)
+        return self._symint_reasons[key]
+
+    def _symint_users_reason(self, node: Node) -> Optional[str]:
+        key = ("users", node)
+        if key not in self._symint_reasons:
+            self._symint_reasons[key] = self._compute_users_reason(node)
+        return self._symint_reasons[key]
+
+    def _compute_operands_reason(self, node: Node) -> Optional[str]:
+        for item in node.args:
+            if isinstance(item, Node):
+                if is_symint(item):
+                    if not is_symint_op(item) or self._symint_operands_reason(item) is not None:
+                        return f"operand {item.name} is not computed by vkdelegate"
+                elif fake_tensor(item) is None:
+                    return f"operand {item.name} is not a tensor or a symbolic int"
+            elif not isinstance(item, int) or isinstance(item, bool):
+                return f"operand {item!r} is not an int"
+        try:
+            upper_bound_int(node.meta["val"])
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def _compute_users_reason(self, node: Node) -> Optional[str]:
+        for user in node.users:
+            if user.op != "call_function":
+                return f"used by {user.op} node {user.name}"
+            if is_symint_op(user):
+                reason = self._symint_operands_reason(user) or self._symint_users_reason(user)
+            else:
+                reason = self._own_reason(user)
+            if reason is not None:
+                return f"its user {user.name} is not delegated"
         return None
 
     def is_foldable(self, node: Node) -> bool:

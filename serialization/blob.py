@@ -27,6 +27,7 @@ from .generated.vkdelegate.fb import (
     Null,
     OpCall as FbOpCall,
     String,
+    SymInt,
     Tensor,
     Value as FbValue,
     ValueEntry,
@@ -45,6 +46,7 @@ from .graph_ir import (
     NullValue,
     OpCall,
     StringValue,
+    SymIntValue,
     TensorValue,
     Value,
     ValueListValue,
@@ -116,12 +118,19 @@ def _write_value(builder: flatbuffers.Builder, value: Value) -> Tuple[int, int]:
     """Builds the union member for value; returns (union type, table offset)."""
     if isinstance(value, TensorValue):
         sizes = _scalar_vector(builder, value.sizes, np.int64)
+        min_sizes = _scalar_vector(builder, value.min_sizes, np.int64) if value.min_sizes else None
         Tensor.Start(builder)
         Tensor.AddDtype(builder, int(value.dtype))
         Tensor.AddSizes(builder, sizes)
         Tensor.AddConstantId(builder, value.constant_id)
         Tensor.AddMemObjId(builder, value.mem_obj_id)
+        if min_sizes is not None:
+            Tensor.AddMinSizes(builder, min_sizes)
         return FbValue.Value.Tensor, Tensor.End(builder)
+    if isinstance(value, SymIntValue):
+        SymInt.Start(builder)
+        SymInt.AddValue(builder, value.value)
+        return FbValue.Value.SymInt, SymInt.End(builder)
     if isinstance(value, IntValue):
         Int.Start(builder)
         Int.AddValue(builder, value.value)
@@ -211,6 +220,7 @@ def _build_flatbuffer(graph: GraphIR, constant_offsets: List[int]) -> bytes:
     VkGraph.AddOutputIds(builder, output_ids)
     VkGraph.AddConstants(builder, constants)
     VkGraph.AddOptions(builder, options)
+    VkGraph.AddNumMemObjs(builder, graph.num_mem_objs)
     builder.Finish(VkGraph.End(builder), file_identifier=FILE_IDENTIFIER)
     return bytes(builder.Output())
 
@@ -297,7 +307,10 @@ def _read_value(entry) -> Value:
         except ValueError:
             raise ValueError(f"unknown dtype code {tensor.Dtype()}") from None
         sizes = tuple(tensor.Sizes(i) for i in range(tensor.SizesLength()))
-        return TensorValue(dtype, sizes, tensor.ConstantId(), tensor.MemObjId())
+        min_sizes = tuple(tensor.MinSizes(i) for i in range(tensor.MinSizesLength()))
+        return TensorValue(dtype, sizes, tensor.ConstantId(), tensor.MemObjId(), min_sizes)
+    if kind == FbValue.Value.SymInt:
+        return SymIntValue(_union_member(entry, SymInt.SymInt).Value())
     if kind == FbValue.Value.Int:
         return IntValue(_union_member(entry, Int.Int).Value())
     if kind == FbValue.Value.Double:
@@ -340,6 +353,7 @@ def _read_flatbuffer(flatbuffer: bytes) -> Tuple[GraphIR, List[Tuple[int, int]]]
         )
     graph.input_ids = [root.InputIds(i) for i in range(root.InputIdsLength())]
     graph.output_ids = [root.OutputIds(i) for i in range(root.OutputIdsLength())]
+    graph.num_mem_objs = root.NumMemObjs()
     for i in range(root.OptionsLength()):
         graph.options.append(_required_string(root.Options(i).Value(), f"option {i}"))
     constant_refs = []
@@ -370,10 +384,25 @@ def _validate_graph(graph: GraphIR) -> None:
         if not 0 <= value_id < num_values:
             raise ValueError(f"{where} refers to value {value_id}, but the graph has {num_values} values")
 
+    if graph.num_mem_objs < 0:
+        raise ValueError(f"num_mem_objs is {graph.num_mem_objs}")
+    io_ids = set(graph.input_ids) | set(graph.output_ids)
     for i, value in enumerate(graph.values):
         if isinstance(value, TensorValue):
             if any(size < 0 for size in value.sizes):
                 raise ValueError(f"value {i}: negative size in {value.sizes}")
+            if value.min_sizes and (
+                len(value.min_sizes) != len(value.sizes)
+                or any(not 0 <= low <= high for low, high in zip(value.min_sizes, value.sizes))
+            ):
+                raise ValueError(f"value {i}: min_sizes {value.min_sizes} do not fit sizes {value.sizes}")
+            if value.mem_obj_id != -1:
+                if not 0 <= value.mem_obj_id < graph.num_mem_objs:
+                    raise ValueError(
+                        f"value {i}: mem_obj_id {value.mem_obj_id} out of range ({graph.num_mem_objs} memory objects)"
+                    )
+                if value.constant_id != -1 or i in io_ids:
+                    raise ValueError(f"value {i}: graph inputs, outputs and constants cannot share memory")
             if value.constant_id != -1:
                 if not 0 <= value.constant_id < len(graph.constants):
                     raise ValueError(

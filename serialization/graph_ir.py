@@ -45,6 +45,8 @@ class TensorValue:
     constant_id: int = -1
     # Shared allocation from memory planning, or -1 for its own.
     mem_obj_id: int = -1
+    # Graph inputs: the smallest sizes an execute may give; () means no lower bound.
+    min_sizes: Tuple[int, ...] = ()
 
     @property
     def nbytes(self) -> int:
@@ -80,6 +82,13 @@ class StringValue:
 
 
 @dataclass(frozen=True)
+class SymIntValue:
+    # A dynamic int; `value` is its value at the upper bound sizes. The op
+    # of the chain that outputs it recomputes it at run time.
+    value: int
+
+
+@dataclass(frozen=True)
 class IntListValue:
     items: Tuple[int, ...]
 
@@ -96,7 +105,8 @@ class BoolListValue:
 
 @dataclass(frozen=True)
 class ValueListValue:
-    # Ids of other values (tensors, or Null for absent optional tensors).
+    # Ids of other values: tensors (Null for absent optional tensors), or
+    # Int and SymInt values of a SymInt[] argument with dynamic entries.
     items: Tuple[int, ...]
 
 
@@ -111,6 +121,7 @@ Value = Union[
     DoubleListValue,
     BoolListValue,
     ValueListValue,
+    SymIntValue,
 ]
 
 
@@ -132,6 +143,8 @@ class GraphIR:
     constants: List[bytes] = field(default_factory=list)
     # "key=value" strings from the compile specs, for diagnostics.
     options: List[str] = field(default_factory=list)
+    # Number of shared memory objects (TensorValue.mem_obj_id < num_mem_objs).
+    num_mem_objs: int = 0
 
     def add_value(self, value: Value) -> int:
         self.values.append(value)

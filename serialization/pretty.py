@@ -12,6 +12,7 @@ from .graph_ir import (
     GraphIR,
     NullValue,
     OpCall,
+    SymIntValue,
     TensorValue,
     Value,
     ValueListValue,
@@ -30,6 +31,7 @@ def format_graph(graph: GraphIR, blob_size: Optional[int] = None) -> str:
         f"vkdelegate graph: {len(graph.values)} values, {len(graph.chain)} ops, "
         f"{len(graph.constants)} constants ({constant_bytes} bytes){size}",
         f"options: {', '.join(graph.options) or '-'}",
+        f"shared memory objects: {graph.num_mem_objs}",
         "values:",
     ]
     lines += [f"  %{value_id} = {_format_value(value)}" for value_id, value in enumerate(graph.values)]
@@ -47,6 +49,8 @@ def _format_value(value: Value) -> str:
             text += f" constant {value.constant_id}"
         if value.mem_obj_id != -1:
             text += f" mem_obj {value.mem_obj_id}"
+        if value.min_sizes:
+            text += f" min {list(value.min_sizes)}"
         return text
     return f"{type(value).__name__.removesuffix('Value')} {_format_content(value)}"
 
@@ -65,7 +69,7 @@ def _format_call(graph: GraphIR, call: OpCall) -> str:
     """`%out = name(arg=..., ...)`, naming arguments when torch knows the op's schema."""
 
     def show(value_id: int) -> str:
-        if 0 <= value_id < len(graph.values) and not isinstance(graph.values[value_id], TensorValue):
+        if 0 <= value_id < len(graph.values) and not isinstance(graph.values[value_id], (TensorValue, SymIntValue)):
             return _format_content(graph.values[value_id])
         return f"%{value_id}"
 

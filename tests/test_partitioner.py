@@ -1,3 +1,4 @@
+import dataclasses
 import logging
 
 import pytest
@@ -5,7 +6,9 @@ import torch
 from executorch.exir import to_edge
 from lowering import MLP, delegate_count, lower, lowered_modules, non_delegated_ops, only_blob
 
+from vkdelegate.op_registry import REGISTRY, OpRegistry
 from vkdelegate.partitioner import VulkanPartitioner
+from vkdelegate.partitioner import vulkan_partitioner
 from vkdelegate.serialization import deserialize_blob
 
 
@@ -106,12 +109,22 @@ class ReshapeMLP(torch.nn.Module):
         return torch.relu(x.view(-1)) + 1.0
 
 
-def test_require_dynamic_shapes_keeps_non_resizable_ops_on_cpu(caplog):
+def test_require_dynamic_shapes_keeps_non_resizable_ops_on_cpu(caplog, monkeypatch):
+    # Every op of ReshapeMLP resizes; pretend view_copy does not.
+    registry = OpRegistry(
+        [dataclasses.replace(entry, supports_resize=False) if entry.name == "view_copy" else entry for entry in REGISTRY]
+    )
+    monkeypatch.setattr(vulkan_partitioner, "REGISTRY", registry)
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
         edge = lower(ReshapeMLP(), (torch.randn(3, 5),), VulkanPartitioner({"require_dynamic_shapes": True}))
     assert non_delegated_ops(edge) == ["aten.view_copy.default"]
     assert "view_copy cannot resize, and require_dynamic_shapes is set" in caplog.text
     assert non_delegated_ops(lower(ReshapeMLP(), (torch.randn(3, 5),))) == []
+
+
+def test_require_dynamic_shapes_accepts_every_op_that_resizes():
+    edge = lower(ReshapeMLP(), (torch.randn(3, 5),), VulkanPartitioner({"require_dynamic_shapes": True}))
+    assert non_delegated_ops(edge) == []
 
 
 def test_bounded_dynamic_shape_uses_upper_bound():

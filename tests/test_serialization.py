@@ -23,6 +23,7 @@ from vkdelegate.serialization.graph_ir import (
     NullValue,
     OpCall,
     StringValue,
+    SymIntValue,
     TensorValue,
     ValueListValue,
 )
@@ -32,7 +33,7 @@ from vkdelegate.serialization.regen import FLATC, GENERATED_DIR, regenerate
 def every_kind_graph() -> GraphIR:
     """A graph holding each kind of value, odd-sized constants, and an empty list."""
     graph = GraphIR()
-    x = graph.add_value(TensorValue(DType.float32, (2, 3)))
+    x = graph.add_value(TensorValue(DType.float32, (2, 3), min_sizes=(1, 3)))
     weight = graph.add_value(TensorValue(DType.float32, (3, 5), graph.add_constant(bytes(range(60)))))
     steps = graph.add_value(TensorValue(DType.int64, (1,), graph.add_constant(b"\x07" * 8)))
     mask = graph.add_value(TensorValue(DType.bool_, (), graph.add_constant(b"\x01")))
@@ -48,13 +49,23 @@ def every_kind_graph() -> GraphIR:
         graph.add_value(BoolListValue((True, False))),
         graph.add_value(ValueListValue((x, null, weight))),
     ]
-    y = graph.add_value(TensorValue(DType.float32, (2, 5), mem_obj_id=3))
-    graph.chain.append(OpCall("aten.mm.default", (x, weight, y)))
+    seq = graph.add_value(SymIntValue(2))
+    scalars.append(graph.add_value(ValueListValue((seq, scalars[0]))))
+    planned = graph.add_value(TensorValue(DType.float32, (2, 5), mem_obj_id=0))
+    y = graph.add_value(TensorValue(DType.float32, (2, 5)))
+    graph.chain.append(OpCall("aten.sym_size.int", (x, graph.add_value(IntValue(0)), seq)))
+    graph.chain.append(OpCall("aten.mm.default", (x, weight, planned)))
+    graph.chain.append(OpCall("aten.relu.default", (planned, y)))
+    graph.num_mem_objs = 1
     graph.chain.append(OpCall("test.every_kind.default", (y, steps, mask, null, *scalars)))
     graph.input_ids = [x]
     graph.output_ids = [y, x]
     graph.options = ["force_fp16=false"]
     return graph
+
+
+def _planned_id(graph: GraphIR) -> int:
+    return next(i for i, v in enumerate(graph.values) if isinstance(v, TensorValue) and v.mem_obj_id >= 0)
 
 
 def header_fields(blob: bytes) -> tuple:
@@ -194,6 +205,9 @@ def test_garbage_flatbuffer_is_rejected():
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), constant_id=7)), "constant_id 7 out of range"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), constant_id=0)), "needs 8 bytes"),
         (lambda g: g.output_ids.append(4), "graph output 4 is not a tensor"),
+        (lambda g: g.values.append(TensorValue(DType.float32, (2,), mem_obj_id=1)), "mem_obj_id 1 out of range"),
+        (lambda g: g.output_ids.append(_planned_id(g)), "graph inputs, outputs and constants cannot share"),
+        (lambda g: g.values.append(TensorValue(DType.float32, (2, 3), min_sizes=(3, 1))), "min_sizes"),
     ],
 )
 def test_inconsistent_graph_is_rejected_by_writer_and_reader(corrupt, message, monkeypatch):

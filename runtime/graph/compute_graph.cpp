@@ -62,13 +62,35 @@ T& expect(ComputeGraph& g, Value& v, int id, const char* what) {
 
 Tensor& ComputeGraph::tensor(int id) { return expect<Tensor>(*this, value(id), id, "a tensor"); }
 bool ComputeGraph::is_null(int id) { return std::holds_alternative<Null>(value(id)); }
-int64_t ComputeGraph::get_int(int id) { return expect<int64_t>(*this, value(id), id, "an int"); }
+int64_t ComputeGraph::get_int(int id) {
+  Value& v = value(id);
+  if (auto* s = std::get_if<SymInt>(&v)) return s->value;
+  return expect<int64_t>(*this, v, id, "an int");
+}
+SymInt& ComputeGraph::symint(int id) { return expect<SymInt>(*this, value(id), id, "a SymInt"); }
 bool ComputeGraph::get_bool(int id) { return expect<bool>(*this, value(id), id, "a bool"); }
 const std::string& ComputeGraph::get_string(int id) {
   return expect<std::string>(*this, value(id), id, "a string");
 }
 const IntList& ComputeGraph::get_int_list(int id) {
-  return expect<IntList>(*this, value(id), id, "an int list");
+  Value& v = value(id);
+  if (const auto* list = std::get_if<ValueList>(&v)) {
+    IntList& current = symint_lists_[id];
+    current.clear();
+    for (int item : list->ids) {
+      const Value& e = value(item);
+      if (const auto* s = std::get_if<SymInt>(&e)) {
+        current.push_back(s->value);
+      } else if (const auto* i = std::get_if<int64_t>(&e)) {
+        current.push_back(*i);
+      } else {
+        fail("argument " + std::to_string(id) + " should be an int list, but has a " +
+             value_kind(e) + " entry");
+      }
+    }
+    return current;
+  }
+  return expect<IntList>(*this, v, id, "an int list");
 }
 const ValueList& ComputeGraph::get_value_list(int id) {
   return expect<ValueList>(*this, value(id), id, "a list of values");
@@ -76,6 +98,7 @@ const ValueList& ComputeGraph::get_value_list(int id) {
 double ComputeGraph::get_double(int id) {
   Value& v = value(id);
   if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* s = std::get_if<SymInt>(&v)) return static_cast<double>(s->value);
   if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
   return expect<double>(*this, v, id, "a number");
 }
@@ -96,6 +119,15 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
                        ", but the graph has " + std::to_string(n) + " values");
     }
   };
+
+  // Memory planning: one storage per shared object, first; other tensors get their own.
+  if (graph->num_mem_objs() < 0 || static_cast<size_t>(graph->num_mem_objs()) > n) {
+    throw GraphError("num_mem_objs " + std::to_string(graph->num_mem_objs()) +
+                     " is out of range for a graph of " + std::to_string(n) + " values");
+  }
+  num_mem_objs_ = static_cast<size_t>(graph->num_mem_objs());
+  storages_.resize(num_mem_objs_);
+  for (Storage& s : storages_) s.is_shared = true;
 
   values_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -122,14 +154,42 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
           out.max_sizes.push_back(s);
         }
         out.sizes = out.max_sizes;
+        if (const auto* min_sizes = t->min_sizes(); min_sizes && min_sizes->size() > 0) {
+          if (min_sizes->size() != t->sizes()->size()) {
+            throw GraphError(where + ": min_sizes has rank " + std::to_string(min_sizes->size()) +
+                             ", sizes " + std::to_string(t->sizes()->size()));
+          }
+          for (uint32_t d = 0; d < min_sizes->size(); ++d) {
+            const int64_t low = min_sizes->Get(d);
+            if (low < 0 || low > out.max_sizes[d]) {
+              throw GraphError(where + ": min size " + std::to_string(low) + " of dim " +
+                               std::to_string(d) + " is not within [0, " +
+                               std::to_string(out.max_sizes[d]) + "]");
+            }
+            out.min_sizes.push_back(low);
+          }
+        }
         out.constant_id = t->constant_id();
         if (out.constant_id < -1 || out.constant_id >= static_cast<int>(num_constants)) {
           throw GraphError(where + ": constant id " + std::to_string(out.constant_id) +
                            " out of range");
         }
-        out.storage = static_cast<int>(storages_.size());
-        storages_.emplace_back();
-        storages_.back().is_constant = out.constant_id >= 0;
+        out.mem_obj_id = t->mem_obj_id();
+        if (out.mem_obj_id < -1 || out.mem_obj_id >= static_cast<int>(num_mem_objs_)) {
+          throw GraphError(where + ": mem_obj_id " + std::to_string(out.mem_obj_id) +
+                           " is out of range (the plan has " + std::to_string(num_mem_objs_) +
+                           " memory objects)");
+        }
+        if (out.mem_obj_id >= 0 && out.constant_id >= 0) {
+          throw GraphError(where + ": a constant cannot be in a shared memory object");
+        }
+        if (out.mem_obj_id >= 0) {
+          out.storage = out.mem_obj_id;
+        } else {
+          out.storage = static_cast<int>(storages_.size());
+          storages_.emplace_back();
+          storages_.back().is_constant = out.constant_id >= 0;
+        }
         values_.emplace_back(std::move(out));
         break;
       }
@@ -137,6 +197,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
       case fbs::Value_Double: values_.emplace_back(e->value_as_Double()->value()); break;
       case fbs::Value_Bool: values_.emplace_back(e->value_as_Bool()->value()); break;
       case fbs::Value_Null: values_.emplace_back(Null{}); break;
+      case fbs::Value_SymInt: values_.emplace_back(SymInt{e->value_as_SymInt()->value()}); break;
       case fbs::Value_String: {
         const auto* s = e->value_as_String()->value();
         values_.emplace_back(s ? s->str() : std::string());
@@ -186,6 +247,10 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
       check_id(id, what);
       if (!std::holds_alternative<Tensor>(values_[id])) {
         throw GraphError(std::string(what) + " " + std::to_string(id) + " is not a tensor");
+      }
+      if (std::get<Tensor>(values_[id]).mem_obj_id >= 0) {
+        throw GraphError(std::string(what) + " " + std::to_string(id) +
+                         " is in a shared memory object; inputs and outputs must have their own");
       }
       out.push_back(id);
     }
@@ -287,7 +352,13 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   Tensor& i = tensor(in);
   if (o.dtype != i.dtype) fail("a view cannot change the dtype");
   if (o.constant_id >= 0) fail("the output of a view cannot be a constant");
+  if (o.mem_obj_id != i.mem_obj_id) {
+    fail("the memory plan puts the view's output in memory object " +
+         std::to_string(o.mem_obj_id) + " and its input in " + std::to_string(i.mem_obj_id) +
+         ": the op's registry entry must set aliases_input=True");
+  }
   o.storage = i.storage;
+  o.is_view = true;
   nodes_.emplace_back();
   Node& node = nodes_.back();
   node.op = op;
@@ -295,6 +366,15 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   node.update = std::move(update);
   node.update(*this, node);
   check_bounds(*this, node);
+  return node;
+}
+
+Node& ComputeGraph::add_scalar_node(const std::string& op, UpdateFn update) {
+  nodes_.emplace_back();
+  Node& node = nodes_.back();
+  node.op = op;
+  node.update = std::move(update);
+  node.update(*this, node);
   return node;
 }
 
@@ -317,6 +397,17 @@ void ComputeGraph::allocate() {
       Storage& s = storages_[t->storage];
       s.nbytes = std::max<VkDeviceSize>(s.nbytes, t->max_storage_nbytes());
       s.is_constant = s.is_constant || t->constant_id >= 0;
+    }
+  }
+  // Shared objects are sized to their largest member above; check it anyway,
+  // since a short buffer would be an out-of-bounds write on the device.
+  for (const auto& v : values_) {
+    if (const auto* t = std::get_if<Tensor>(&v)) {
+      if (storages_[t->storage].nbytes < t->max_storage_nbytes()) {
+        throw GraphError("internal error: a storage of " +
+                         std::to_string(storages_[t->storage].nbytes) + " bytes holds a tensor of " +
+                         std::to_string(t->max_storage_nbytes()));
+      }
     }
   }
   const VkDeviceSize limit = ctx_.info().max_storage_buffer_range;
@@ -538,8 +629,15 @@ void ComputeGraph::set_input_sizes(size_t i, const Sizes& sizes) {
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] < 0 || sizes[d] > t.max_sizes[d]) {
       throw GraphError("input " + std::to_string(i) + " has sizes " + sizes_str(sizes) +
-                       ", beyond the sizes " + sizes_str(t.max_sizes) +
-                       " the program was exported with");
+                       ": dim " + std::to_string(d) + " is above its upper bound " +
+                       std::to_string(t.max_sizes[d]) + " (the program was exported with sizes at most " +
+                       sizes_str(t.max_sizes) + ")");
+    }
+    if (!t.min_sizes.empty() && sizes[d] < t.min_sizes[d]) {
+      throw GraphError("input " + std::to_string(i) + " has sizes " + sizes_str(sizes) +
+                       ": dim " + std::to_string(d) + " is below its minimum " +
+                       std::to_string(t.min_sizes[d]) + " (the program was exported with sizes at least " +
+                       sizes_str(t.min_sizes) + ")");
     }
   }
   if (sizes != t.sizes) {
@@ -617,7 +715,16 @@ MemoryReport ComputeGraph::memory_report() const {
     if (!s.buffer) continue;
     r.num_storages += 1;
     (s.is_constant ? r.constant_bytes : r.intermediate_bytes) += s.buffer->size();
+    if (s.is_shared) {
+      r.planned_bytes += s.buffer->size();
+      r.num_shared_objects += 1;
+    }
     if (s.staging) r.staging_bytes += s.staging->size();
+  }
+  // Without sharing, each planned tensor that is not a view would have its own buffer.
+  for (const auto& v : values_) {
+    const auto* t = std::get_if<Tensor>(&v);
+    if (t && t->mem_obj_id >= 0 && !t->is_view) r.unshared_bytes += t->max_storage_nbytes();
   }
   if (params_buffer_) r.params_bytes = params_buffer_->size();
   return r;

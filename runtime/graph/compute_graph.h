@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../vk/memory.h"
@@ -27,7 +28,7 @@ using UpdateFn = std::function<void(ComputeGraph&, Node&)>;
 
 struct Node {
   std::string op;                      // op name, for errors and profiles
-  const Pipeline* pipeline = nullptr;  // null for nodes without a dispatch (views)
+  const Pipeline* pipeline = nullptr;  // null for nodes without a dispatch (views, SymInt ops)
   std::vector<int> tensors;            // tensor value ids bound at bindings 0..n-1
   std::vector<uint8_t> params;         // std140 parameter block (binding n)
   std::array<uint32_t, 3> groups{0, 0, 0};
@@ -50,16 +51,20 @@ struct Storage {
   bool is_input = false;
   bool is_output = false;
   bool is_constant = false;
+  bool is_shared = false;  // a memory object of the plan, for several tensors
   std::unique_ptr<Buffer> buffer;
   std::unique_ptr<Buffer> staging;  // for inputs/outputs whose buffer the host cannot map
 };
 
 struct MemoryReport {
-  uint64_t intermediate_bytes = 0;  // storage of non-constant tensors
+  uint64_t intermediate_bytes = 0;  // device storage of non-constant tensors (inputs and outputs too)
+  uint64_t planned_bytes = 0;       // of which: the shared memory objects of the plan
+  uint64_t unshared_bytes = 0;      // what the planned tensors would take with a buffer each
   uint64_t constant_bytes = 0;
-  uint64_t staging_bytes = 0;
+  uint64_t staging_bytes = 0;       // host-visible copies of inputs and outputs
   uint64_t params_bytes = 0;
-  uint64_t num_storages = 0;
+  uint64_t num_storages = 0;        // device buffers, constants included
+  uint64_t num_shared_objects = 0;
 };
 
 struct NodeTiming {
@@ -81,17 +86,24 @@ class ComputeGraph {
   Value& value(int id);
   Tensor& tensor(int id);
   bool is_null(int id);
-  int64_t get_int(int id);
+  int64_t get_int(int id);  // accepts a SymInt: its current value
   double get_double(int id);  // accepts an int too
   bool get_bool(int id);
   const std::string& get_string(int id);
+  // An int list, or a SymInt[] argument with dynamic entries (a list of Int and
+  // SymInt values): their current values. Read it in update functions to resize.
   const IntList& get_int_list(int id);
+  SymInt& symint(int id);
   const ValueList& get_value_list(int id);
   // Adds a dispatch node; `tensors` are bound in order (outputs first).
   Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
                  std::vector<int> tensors, UpdateFn update);
   // Adds a node without a dispatch whose output shares the storage of its input.
+  // Memory planning must have put both in one object (OpEntry.aliases_input).
   Node& add_view_node(const std::string& op, int out, int in, UpdateFn update);
+  // Adds a node without a dispatch or tensors that computes SymInt values; its
+  // update runs at build and whenever input sizes change, in chain order.
+  Node& add_scalar_node(const std::string& op, UpdateFn update);
   // The op being built (for messages).
   const std::string& current_op() const { return current_op_; }
   [[noreturn]] void fail(const std::string& msg) const;
@@ -102,7 +114,7 @@ class ComputeGraph {
   const Tensor& input(size_t i) const { return std::get<Tensor>(values_[input_ids_[i]]); }
   const Tensor& output(size_t i) const { return std::get<Tensor>(values_[output_ids_[i]]); }
   // Sets the sizes of input i for the next execute; throws if they exceed the
-  // upper bound or differ in rank.
+  // upper bound, fall below the minimum or differ in rank.
   void set_input_sizes(size_t i, const Sizes& sizes);
   void copy_input(size_t i, const void* src, size_t nbytes);
   void execute();
@@ -139,6 +151,9 @@ class ComputeGraph {
   bool recorded_ = false;
   std::vector<NodeTiming> timings_;
   std::string current_op_;
+  // Current values of SymInt[] arguments, by value id (stable references).
+  std::unordered_map<int, IntList> symint_lists_;
+  size_t num_mem_objs_ = 0;
   std::mutex mutex_;
 };
 

@@ -126,7 +126,7 @@ Sizes Tensor::strides() const {
 
 const char* value_kind(const Value& v) {
   static const char* kNames[] = {"None", "Tensor", "int", "float", "bool", "str",
-                                 "int[]", "float[]", "bool[]", "list"};
+                                 "int[]", "float[]", "bool[]", "list", "SymInt"};
   return kNames[v.index()];
 }
 

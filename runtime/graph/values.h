@@ -54,8 +54,11 @@ struct Tensor {
   DType dtype = DType::Float32;
   Sizes sizes;      // current sizes
   Sizes max_sizes;  // upper bound; the storage is allocated for it
+  Sizes min_sizes;  // graph inputs: the smallest sizes an execute may give (empty: no bound)
   int storage = -1; // index into the graph's storages
   int constant_id = -1;
+  int mem_obj_id = -1;  // shared memory object from memory planning, or -1
+  bool is_view = false; // shares the storage of another tensor (add_view_node)
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
   int64_t numel() const { return numel_of(sizes); }
@@ -79,8 +82,14 @@ using IntList = std::vector<int64_t>;
 using DoubleList = std::vector<double>;
 using BoolList = std::vector<bool>;
 
+// A dynamic int (a size of a dynamic tensor, or arithmetic on sizes); the op
+// that outputs it recomputes `value` whenever input sizes change.
+struct SymInt {
+  int64_t value = 0;
+};
+
 using Value = std::variant<Null, Tensor, int64_t, double, bool, std::string, IntList,
-                           DoubleList, BoolList, ValueList>;
+                           DoubleList, BoolList, ValueList, SymInt>;
 
 const char* value_kind(const Value& v);
 

@@ -36,9 +36,10 @@ Sizes infer_view_sizes(ComputeGraph& g, const IntList& req, int64_t numel) {
   return out;
 }
 
-void add_reshape(ComputeGraph& g, int in, int out, IntList sizes) {
-  g.add_view_node(g.current_op(), out, in, [in, out, sizes](ComputeGraph& g, Node&) {
-    g.tensor(out).sizes = infer_view_sizes(g, sizes, g.tensor(in).numel());
+// `sizes_id`: an int list, or a SymInt[] with dynamic entries, read at every resize.
+void add_reshape(ComputeGraph& g, int in, int out, int sizes_id) {
+  g.add_view_node(g.current_op(), out, in, [in, out, sizes_id](ComputeGraph& g, Node&) {
+    g.tensor(out).sizes = infer_view_sizes(g, g.get_int_list(sizes_id), g.tensor(in).numel());
   });
 }
 
@@ -191,9 +192,11 @@ void add_slice(ComputeGraph& g, int in, int out, int64_t dim, std::optional<int6
   });
 }
 
-// expand_copy(self, size, *, implicit=False): -1 keeps a dim; new dims on the left.
-void add_expand(ComputeGraph& g, int in, int out, const IntList& size) {
-  add_gather(g, in, out, [size](ComputeGraph& g, const Tensor& t) {
+// expand_copy(self, size, *, implicit=False): -1 keeps a dim; new dims on the
+// left. `size_id` may hold SymInts; it is read at every resize.
+void add_expand(ComputeGraph& g, int in, int out, int size_id) {
+  add_gather(g, in, out, [size_id](ComputeGraph& g, const Tensor& t) {
+    const IntList& size = g.get_int_list(size_id);
     const int64_t rank = static_cast<int64_t>(size.size());
     if (rank < t.dim()) g.fail("expand to fewer dims than the input has");
     const Sizes st = t.strides();
@@ -270,7 +273,7 @@ std::optional<int64_t> optional_int(ComputeGraph& g, int id) {
 VKD_REGISTER_OPS(register_view_ops) {
   // view_copy(self, size)
   register_op("aten.view_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_reshape(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+    add_reshape(g, a.at(0), a.back(), a.at(1));
   });
   // unsqueeze_copy(self, dim)
   register_op("aten.unsqueeze_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
@@ -347,7 +350,7 @@ VKD_REGISTER_OPS(register_view_ops) {
               optional_int(g, a.at(3)), g.get_int(a.at(4)));
   });
   register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_expand(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
+    add_expand(g, a.at(0), a.back(), a.at(1));
   });
   register_op("aten.flip.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_flip(g, a.at(0), a.back(), g.get_int_list(a.at(1)));

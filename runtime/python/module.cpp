@@ -44,10 +44,13 @@ py::dict memory_report(const ComputeGraph& g) {
   const MemoryReport r = g.memory_report();
   py::dict d;
   d["intermediate_bytes"] = r.intermediate_bytes;
+  d["planned_bytes"] = r.planned_bytes;
+  d["unshared_bytes"] = r.unshared_bytes;
   d["constant_bytes"] = r.constant_bytes;
   d["staging_bytes"] = r.staging_bytes;
   d["params_bytes"] = r.params_bytes;
   d["num_storages"] = r.num_storages;
+  d["num_shared_objects"] = r.num_shared_objects;
   return d;
 }
 

@@ -199,11 +199,13 @@ int main(int argc, char** argv) {
   if (opt.memory) {
     for (size_t i = 0; i < graphs.size(); ++i) {
       const vkd::MemoryReport r = graphs[i]->memory_report();
-      std::printf("delegate %zu memory: intermediates %llu B, constants %llu B, staging %llu B, "
+      using ull = unsigned long long;
+      std::printf("delegate %zu memory: intermediates %llu B (planned %llu B in %llu shared "
+                  "objects, %llu B without sharing), constants %llu B, staging %llu B, "
                   "parameters %llu B, buffers %llu\n",
-                  i, (unsigned long long)r.intermediate_bytes, (unsigned long long)r.constant_bytes,
-                  (unsigned long long)r.staging_bytes, (unsigned long long)r.params_bytes,
-                  (unsigned long long)r.num_storages);
+                  i, (ull)r.intermediate_bytes, (ull)r.planned_bytes, (ull)r.num_shared_objects,
+                  (ull)r.unshared_bytes, (ull)r.constant_bytes, (ull)r.staging_bytes,
+                  (ull)r.params_bytes, (ull)r.num_storages);
     }
   }
   if (opt.profile) {

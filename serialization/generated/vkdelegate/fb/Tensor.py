@@ -76,7 +76,34 @@ class Tensor(object):
             return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
         return -1
 
-def TensorStart(builder): builder.StartObject(4)
+    # Tensor
+    def MinSizes(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Int64Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 8))
+        return 0
+
+    # Tensor
+    def MinSizesAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Int64Flags, o)
+        return 0
+
+    # Tensor
+    def MinSizesLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # Tensor
+    def MinSizesIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
+        return o == 0
+
+def TensorStart(builder): builder.StartObject(5)
 def Start(builder):
     return TensorStart(builder)
 def TensorAddDtype(builder, dtype): builder.PrependInt8Slot(0, dtype, 0)
@@ -94,6 +121,12 @@ def AddConstantId(builder, constantId):
 def TensorAddMemObjId(builder, memObjId): builder.PrependInt32Slot(3, memObjId, -1)
 def AddMemObjId(builder, memObjId):
     return TensorAddMemObjId(builder, memObjId)
+def TensorAddMinSizes(builder, minSizes): builder.PrependUOffsetTRelativeSlot(4, flatbuffers.number_types.UOffsetTFlags.py_type(minSizes), 0)
+def AddMinSizes(builder, minSizes):
+    return TensorAddMinSizes(builder, minSizes)
+def TensorStartMinSizesVector(builder, numElems): return builder.StartVector(8, numElems, 8)
+def StartMinSizesVector(builder, numElems):
+    return TensorStartMinSizesVector(builder, numElems)
 def TensorEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorEnd(builder)

@@ -14,3 +14,4 @@ class Value(object):
     DoubleList = 8
     BoolList = 9
     ValueList = 10
+    SymInt = 11

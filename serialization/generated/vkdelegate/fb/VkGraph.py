@@ -188,7 +188,14 @@ class VkGraph(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(16))
         return o == 0
 
-def VkGraphStart(builder): builder.StartObject(7)
+    # VkGraph
+    def NumMemObjs(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 0
+
+def VkGraphStart(builder): builder.StartObject(8)
 def Start(builder):
     return VkGraphStart(builder)
 def VkGraphAddVersion(builder, version): builder.PrependUint32Slot(0, version, 0)
@@ -230,6 +237,9 @@ def AddOptions(builder, options):
 def VkGraphStartOptionsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def StartOptionsVector(builder, numElems):
     return VkGraphStartOptionsVector(builder, numElems)
+def VkGraphAddNumMemObjs(builder, numMemObjs): builder.PrependInt32Slot(7, numMemObjs, 0)
+def AddNumMemObjs(builder, numMemObjs):
+    return VkGraphAddNumMemObjs(builder, numMemObjs)
 def VkGraphEnd(builder): return builder.EndObject()
 def End(builder):
     return VkGraphEnd(builder)
