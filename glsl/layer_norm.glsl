@@ -6,6 +6,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
+#include "workgroup_reduce.glslh"
 
 layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
 layout(set = 0, binding = 1) writeonly buffer Mean { float mean_data[]; };
@@ -20,21 +21,6 @@ layout(set = 0, binding = 6) uniform Params {
   int has_bias;
   float eps;
 } p;
-
-shared float partial[gl_WorkGroupSize.x];
-
-float workgroup_sum(float v) {
-  const uint t = gl_LocalInvocationID.x;
-  partial[t] = v;
-  barrier();
-  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-    if (t < s) partial[t] += partial[t + s];
-    barrier();
-  }
-  float r = partial[0];
-  barrier();
-  return r;
-}
 
 void main() {
   const int row = int(flat_group());

@@ -5,6 +5,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
+#include "workgroup_reduce.glslh"
 
 layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
@@ -15,8 +16,6 @@ layout(set = 0, binding = 3) uniform Params {
   int has_weight;
   float eps;
 } p;
-
-shared float partial[gl_WorkGroupSize.x];
 
 void main() {
   const int row = int(flat_group());
@@ -30,13 +29,7 @@ void main() {
     const float x = in_data[base + d];
     s += x * x;
   }
-  partial[t] = s;
-  barrier();
-  for (int h = n / 2; h > 0; h >>= 1) {
-    if (t < h) partial[t] += partial[t + h];
-    barrier();
-  }
-  const float rstd = inversesqrt(partial[0] / float(p.D) + p.eps);
+  const float rstd = inversesqrt(workgroup_sum(s) / float(p.D) + p.eps);
   for (int d = t; d < p.D; d += n) {
     float y = in_data[base + d] * rstd;
     if (p.has_weight != 0) y *= weight_data[d];

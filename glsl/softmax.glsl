@@ -6,6 +6,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
+#include "workgroup_reduce.glslh"
 
 layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
@@ -15,24 +16,6 @@ layout(set = 0, binding = 2) uniform Params {
   int inner;
   int pad;
 } p;
-
-shared float partial[gl_WorkGroupSize.x];
-
-// Tree reduction over the workgroup; op 0 = max, 1 = sum.
-float reduce(float v, int op) {
-  const uint t = gl_LocalInvocationID.x;
-  partial[t] = v;
-  barrier();
-  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
-    if (t < s) {
-      partial[t] = op == 0 ? max(partial[t], partial[t + s]) : partial[t] + partial[t + s];
-    }
-    barrier();
-  }
-  float r = partial[0];
-  barrier();
-  return r;
-}
 
 void main() {
   const int row = int(flat_group());
@@ -45,10 +28,10 @@ void main() {
 
   float m = -1.0 / 0.0;
   for (int d = t; d < p.D; d += n) m = max(m, in_data[base + d * p.inner]);
-  m = reduce(m, 0);
+  m = workgroup_max(m);
   float s = 0.0;
   for (int d = t; d < p.D; d += n) s += exp(in_data[base + d * p.inner] - m);
-  s = reduce(s, 1);
+  s = workgroup_sum(s);
 #if LOG_SOFTMAX
   const float log_s = log(s);
   for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = in_data[base + d * p.inner] - m - log_s;
