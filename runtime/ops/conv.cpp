@@ -33,6 +33,28 @@ std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one
   return {v[0], v[1]};
 }
 
+struct ConvShape {
+  int64_t C, OC, icpg, ocpg, KH, KW;
+};
+
+// Weight [OC, C/groups, k...] or, transposed, [C, OC/groups, k...].
+ConvShape conv_shape(ComputeGraph& g, const Tensor& x, const Tensor& w, int64_t groups, bool transposed,
+                     int spatial) {
+  if (x.dim() != spatial + 2 || w.dim() != x.dim()) g.fail("input and weight ranks do not match the convolution");
+  ConvShape c;
+  c.KH = spatial == 2 ? w.sizes[2] : 1;
+  c.KW = w.sizes.back();
+  c.C = x.sizes[1];
+  c.OC = transposed ? w.sizes[1] * groups : w.sizes[0];
+  c.icpg = c.C / groups;
+  c.ocpg = c.OC / groups;
+  if (c.C % groups != 0 || (transposed ? w.sizes[0] != c.C : (w.sizes[1] != c.icpg || c.OC % groups != 0))) {
+    g.fail("weight " + sizes_str(w.sizes) + " does not fit input " + sizes_str(x.sizes) + " with groups=" +
+           std::to_string(groups));
+  }
+  return c;
+}
+
 // convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
 void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
@@ -59,16 +81,15 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   if (transposed && ((oph >= sh && oph >= dh) || (opw >= sw && opw >= dw))) {
     g.fail("output_padding must be smaller than stride or dilation");
   }
-  const int64_t KH = spatial == 2 ? w.sizes[2] : 1, KW = w.sizes.back();
-  // Weight [OC, C/groups, k...] or, transposed, [C, OC/groups, k...].
-  const int64_t C = x.sizes[1];
-  const int64_t OC = transposed ? w.sizes[1] * groups : w.sizes[0];
-  const int64_t icpg = C / groups, ocpg = OC / groups;
-  if (C % groups != 0 || (transposed ? w.sizes[0] != C : (w.sizes[1] != icpg || OC % groups != 0))) {
-    g.fail("weight " + sizes_str(w.sizes) + " does not fit input " + sizes_str(x.sizes) + " with groups=" +
-           std::to_string(groups));
-  }
-  if (bias >= 0 && g.tensor(bias).numel() != OC) g.fail("bias must have one value per output channel");
+  // Channels and kernel come from the current sizes: a weight that is a graph
+  // input may resize too.
+  const auto shape_of = [=](ComputeGraph& g) {
+    ConvShape c = conv_shape(g, g.tensor(in), g.tensor(weight), groups, transposed, spatial);
+    if (bias >= 0 && g.tensor(bias).numel() != c.OC) g.fail("bias must have one value per output channel");
+    return c;
+  };
+  const ConvShape planned = shape_of(g);
+  const int64_t ocpg = planned.ocpg;
   const bool depthwise = !transposed && ocpg < kTileOC;
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
   const std::string shader = transposed ? "conv_transpose2d" : gemm ? "conv2d_gemm" : depthwise ? "conv2d_dw" : "conv2d";
@@ -76,9 +97,7 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   g.add_node(g.current_op(), shader, gemm ? kGemmLocal : kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
-               if (x.dim() != spatial + 2 || x.sizes[1] != C) {
-                 g.fail("input " + sizes_str(x.sizes) + " does not fit the weight");
-               }
+               const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);
                const int64_t N = x.sizes[0], H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
                int64_t OH, OW;
                if (transposed) {
