@@ -33,7 +33,7 @@ if ! "$PYTHON" -c "import executorch.version as v, sys; sys.exit(not v.__version
   echo "[setup] installing executorch 1.5.1"
   pip_install executorch==1.5.1
 fi
-pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest
+pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest gguf
 
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
