@@ -79,7 +79,7 @@ PACKAGES = ["vkdelegate"] + [
     "vkdelegate." + p for p in (
         "backends", "partitioner", "serialization", "serialization.generated",
         "serialization.generated.vkdelegate", "serialization.generated.vkdelegate.fb",
-        "runtime", "examples", "examples.models", "docs")
+        "runtime", "examples", "examples.models", "docs", "quant")
 ]
 
 setup(
