@@ -52,6 +52,7 @@ from ..serialization.graph_ir import (
 )
 from ..serialization.torch_dtypes import schema_dtype
 from .memory_planning import plan_memory
+from .passes import run_passes
 
 _CONSTANT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
@@ -60,13 +61,14 @@ class VkDelegateBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
         options = from_compile_specs(compile_specs)
-        graph = build_graph(edge_program)
+        graph = build_graph(edge_program, options)
         graph.options = [f"{key}={json.dumps(value)}" for key, value in sorted(options.items())]
         return PreprocessResult(processed_bytes=serialize_graph(graph))
 
 
-def build_graph(edge_program: ExportedProgram) -> GraphIR:
-    """The memory-planned GraphIR of one partition (options left empty)."""
+def build_graph(edge_program: ExportedProgram, options: Dict = None) -> GraphIR:
+    """The memory-planned GraphIR of one partition (its options field left empty)."""
+    run_passes(edge_program, options or {})
     graph = _GraphBuilder(edge_program).build()
     aliasing = aliasing_op_names()
     plan_memory(graph, lambda name: name in aliasing)
