@@ -1853,7 +1853,8 @@ REGISTRY = OpRegistry(
             "index_select",
             (aten.index_select.default,),
             _index_select_samples,
-            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
+            "int32/int64 0-d or 1-D index; negative indices count from the end. Along dim 0, an input larger "
+            "than one binding's maxStorageBufferRange is read in windows of rows." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_index_select,
         ),
@@ -1869,7 +1870,8 @@ REGISTRY = OpRegistry(
             check=_check_index_tensor,
         ),
         OpEntry("embedding", (aten.embedding.default,), _embedding_samples,
-                "2-D weight; int32/int64 indices of any rank up to 7." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
+                "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_embedding),
         OpEntry("full", (aten.full.default,), _full_samples,
                 "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,

@@ -351,6 +351,12 @@ void Context::create() {
   info_.subgroup_size = subgroup.subgroupSize;
   info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
   info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
+  // take the large-tensor paths with small tensors (as on a device with a small limit).
+  if (const char* cap = std::getenv("VKDELEGATE_MAX_BINDING_BYTES")) {
+    const unsigned long long bytes = std::strtoull(cap, nullptr, 10);
+    if (bytes > 0 && bytes < info_.max_storage_buffer_range) info_.max_storage_buffer_range = bytes;
+  }
   info_.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
