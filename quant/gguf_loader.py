@@ -229,6 +229,10 @@ def llama_config(gguf_file) -> Dict[str, object]:
             raise ValueError(f"GGUF file has no {key}")
         return field_.contents()
 
+    def float32(key) -> float:
+        # The shortest decimal that is the file's float32 (1e-05, not 9.99999974e-06).
+        return float(str(np.float32(value(key))))
+
     arch = value("general.architecture")
     embedding = next(t for t in reader.tensors if t.name == "token_embd.weight")
     config = dict(
@@ -239,8 +243,8 @@ def llama_config(gguf_file) -> Dict[str, object]:
         kv_heads=int(value(f"{arch}.attention.head_count_kv")),
         hidden=int(value(f"{arch}.feed_forward_length")),
         max_seq_len=int(value(f"{arch}.context_length")),
-        eps=float(value(f"{arch}.attention.layer_norm_rms_epsilon")),
+        eps=float32(f"{arch}.attention.layer_norm_rms_epsilon"),
     )
     if reader.get_field(f"{arch}.rope.freq_base") is not None:
-        config["rope_theta"] = float(value(f"{arch}.rope.freq_base"))
+        config["rope_theta"] = float32(f"{arch}.rope.freq_base")
     return config

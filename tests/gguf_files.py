@@ -73,9 +73,12 @@ def dequantize(blocks: np.ndarray, qtype: QT) -> np.ndarray:
     return quants.dequantize(blocks, qtype)
 
 
-def write_gguf(path, tensors, arch="llama"):
-    """Writes `tensors` {name: (float array, qtype)} to a GGUF file; F32 stays float."""
+def write_gguf(path, tensors, arch="llama", extra=None):
+    """Writes `tensors` {name: (float array, qtype)} to a GGUF file; F32 stays float.
+    extra: metadata {key: value}, written with the writer's add_<key> methods."""
     writer = gguf.GGUFWriter(str(path), arch)
+    for key, value in (extra or {}).items():
+        getattr(writer, f"add_{key}")(value)
     for name, (array, qtype) in tensors.items():
         if qtype == QT.F32:
             writer.add_tensor(name, np.ascontiguousarray(array, dtype=np.float32))
