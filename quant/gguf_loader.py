@@ -16,8 +16,9 @@ from .gguf_linear import FORMATS, FORMATS_BY_NAME, GGUFLinear, dequantize
 
 # A name map sends a GGUF tensor name to "module.path.param" of the model, or to
 # ("module.path.param", rows) where rows reorders the tensor's rows (output
-# features) on the way in, or to None to leave the tensor out.
-Target = Union[None, str, Tuple[str, torch.Tensor]]
+# features) on the way in, or to a list of those (one tensor, several places),
+# or to None to leave the tensor out.
+Target = Union[None, str, Tuple[str, torch.Tensor], List[Union[str, Tuple[str, torch.Tensor]]]]
 NameMap = Union[Mapping[str, Target], Callable[[str], Target]]
 
 _FLOAT_TYPES = ("F32", "F16", "BF16")
@@ -68,72 +69,83 @@ def unsupported_type_error(name: str, type_name: str) -> ValueError:
                       f"(supported: {supported})")
 
 
-def _lookup(name_map: NameMap, name: str) -> Target:
-    if callable(name_map):
-        return name_map(name)
-    return name_map.get(name)
+def _targets(name_map: NameMap, name: str) -> List[Tuple[str, Optional[torch.Tensor]]]:
+    """(parameter path, rows or None) for each place the tensor `name` goes; [] to leave it out."""
+    target = name_map(name) if callable(name_map) else name_map.get(name)
+    if target is None:
+        return []
+    result = []
+    for item in target if isinstance(target, list) else [target]:
+        if isinstance(item, tuple):
+            path, rows = item
+            result.append((path, torch.as_tensor(rows, dtype=torch.long)))
+        else:
+            result.append((item, None))
+    return result
 
 
-def _split(target: Target) -> Tuple[str, Optional[torch.Tensor]]:
-    if isinstance(target, tuple):
-        path, rows = target
-        return path, torch.as_tensor(rows, dtype=torch.long)
-    return target, None
-
-
-def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] = None) -> GGUFLoadReport:
+def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] = None,
+                      strict: bool = True) -> GGUFLoadReport:
     """Puts the tensors of a GGUF file (a path or a gguf.GGUFReader) into `model`, in place.
 
     A quantized (Q4_0, Q8_0, Q4_K, Q6_K) weight of an nn.Linear replaces that
     linear with a GGUFLinear holding the raw blocks (its forward is
     et_vk.vkd_linear_gguf; K must be a multiple of 32, or of 256 for the
-    K-quants). The linear's bias, if any, is loaded from its own GGUF tensor or kept.
+    K-quants). The linear's bias comes from its own GGUF tensor if the map names one.
     Other tensors (norms, embeddings; F32, F16, BF16, or quantized ones, then
     dequantized) are copied into the model's parameters as float. Any other
     GGUF type (Q5_1, IQ*, ...) raises, naming the tensor and its type.
 
     name_map: GGUF tensor name -> target (see NameMap); default
-    `llama_cpp_names(model)`, for examples.models.llama.Llama.
+    `llama_cpp_names(model, gguf_file)`, for examples.models.llama.Llama.
+    strict: raise if a parameter of the model gets nothing from the file.
     """
     reader = _reader(gguf_file)
     if name_map is None:
-        name_map = llama_cpp_names(model)
+        name_map = llama_cpp_names(model, reader)
+    expected = [name for name, _ in model.named_parameters()]
+    loaded = set()
     report = GGUFLoadReport()
-    # Biases arrive as tensors of their own: load them after their linears are replaced.
+    # Biases arrive as tensors of their own: load floats after the linears are replaced.
     pending: List[Tuple[str, object, Optional[torch.Tensor]]] = []
     for tensor in reader.tensors:
-        target = _lookup(name_map, tensor.name)
-        if target is None:
+        targets = _targets(name_map, tensor.name)
+        if not targets:
             report.skipped.append(tensor.name)
             continue
-        path, rows = _split(target)
-        module_path, _, param = path.rpartition(".")
-        module = model.get_submodule(module_path) if module_path else model
         type_name = _type_name(tensor)
         if type_name not in FORMATS_BY_NAME and type_name not in _FLOAT_TYPES:
             raise unsupported_type_error(tensor.name, type_name)
-        if isinstance(module, nn.Linear) and param == "weight" and type_name in FORMATS_BY_NAME:
-            blocks, n, k = _blocks(tensor)
-            if (n, k) != (module.out_features, module.in_features):
-                raise ValueError(f"GGUF tensor {tensor.name} is [{n}, {k}] (out, in); {module_path} is "
-                                 f"[{module.out_features}, {module.in_features}]")
-            if rows is not None:
-                blocks = blocks[rows]  # whole rows of blocks: nothing re-quantized
-            fmt = FORMATS_BY_NAME[type_name]
-            bias = None if module.bias is None else module.bias.detach()
-            try:
-                replacement = GGUFLinear(blocks, fmt.ggml_type, n, k, bias)
-            except ValueError as error:
-                raise ValueError(f"GGUF tensor {tensor.name} ({module_path}): {error}") from None
-            if not module_path:
-                raise ValueError(f"GGUF tensor {tensor.name} maps to the model itself; map it to a submodule")
-            model.set_submodule(module_path, replacement)
-            report.quantized[module_path] = fmt.name
-        else:
-            pending.append((path, tensor, rows))
+        for path, rows in targets:
+            module_path, _, param = path.rpartition(".")
+            module = model.get_submodule(module_path) if module_path else model
+            if module_path and isinstance(module, nn.Linear) and param == "weight" and type_name in FORMATS_BY_NAME:
+                model.set_submodule(module_path, _quantized_linear(tensor, module_path, module, rows))
+                report.quantized[module_path] = type_name
+            else:
+                pending.append((path, tensor, rows))
+            loaded.add(path)
     for path, tensor, rows in pending:
         _load_float(model, path, tensor, rows, report)
+    missing = [name for name in expected if name not in loaded]
+    if strict and missing:
+        raise ValueError(f"the GGUF file gives nothing for {', '.join(missing)} (wrong name map? "
+                         "pass strict=False to keep their current values)")
     return report
+
+
+def _quantized_linear(tensor, module_path: str, module: nn.Linear, rows: Optional[torch.Tensor]) -> GGUFLinear:
+    blocks, n, k = _blocks(tensor)
+    if (n, k) != (module.out_features, module.in_features):
+        raise ValueError(f"GGUF tensor {tensor.name} is [{n}, {k}] (out, in); {module_path} is "
+                         f"[{module.out_features}, {module.in_features}]")
+    if rows is not None:
+        blocks = blocks[rows]  # whole rows of blocks: nothing re-quantized
+    bias = None if module.bias is None else module.bias.detach()
+    try:
+        return GGUFLinear(blocks, FORMATS_BY_NAME[_type_name(tensor)].ggml_type, n, k, bias)
+    except ValueError as error:
+        raise ValueError(f"GGUF tensor {tensor.name} ({module_path}): {error}") from None
 
 
 def _load_float(model: nn.Module, path: str, tensor, rows: Optional[torch.Tensor], report: GGUFLoadReport) -> None:
@@ -193,14 +205,15 @@ _LLAMA_LAYER_NAMES = {
 }
 
 
-def llama_cpp_names(model: nn.Module, permuted_qk: bool = True) -> Dict[str, Target]:
+def llama_cpp_names(model: nn.Module, gguf_file=None, permuted_qk: bool = True) -> Dict[str, Target]:
     """The name map from llama.cpp's GGUF names (`blk.N.attn_q.weight`, ...) to
     examples.models.llama.Llama (`layers.N.attention.wq.weight`, ...).
 
     permuted_qk: the file's attn_q / attn_k rows are in llama.cpp's rope order
     (as convert_hf_to_gguf.py writes LLaMA-architecture files); their rows are
     put back in rotate-half order. `rope_freqs.weight` is left out (the model
-    makes its own rotary tables).
+    makes its own rotary tables). gguf_file: if given and it has no
+    output.weight (tied embeddings), token_embd.weight goes to the LM head too.
     """
     names: Dict[str, Target] = {
         "token_embd.weight": "tok_embeddings.weight",
@@ -216,6 +229,10 @@ def llama_cpp_names(model: nn.Module, permuted_qk: bool = True) -> Dict[str, Tar
                 f"layers.{index}.attention.wq.weight", rope_rows(attention.heads, attention.head_dim))
             names[f"blk.{index}.attn_k.weight"] = (
                 f"layers.{index}.attention.wk.weight", rope_rows(attention.kv_heads, attention.head_dim))
+    if gguf_file is not None:
+        tensor_names = {tensor.name for tensor in _reader(gguf_file).tensors}
+        if "output.weight" not in tensor_names:
+            names["token_embd.weight"] = ["tok_embeddings.weight", "output.weight"]
     return names
 
 

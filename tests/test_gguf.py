@@ -42,7 +42,7 @@ def _gguf_linear(qtype, weight, bias=None):
 
 
 # (x sizes, N): M = 1 and M <= 4 take the GEMV path, larger M the tiled one; odd N.
-SHAPES = [((1, 1), 13), ((3, 2), 7), ((2, 37), 33)]
+SHAPES = [((1, 1), 13), ((2, 2), 7), ((2, 37), 33)]
 
 
 @pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
@@ -196,3 +196,24 @@ def test_llama_runs_from_gguf(tmp_path, qtype):
     torch.testing.assert_close(eager, dequantized_ref, **TOLERANCES["model"])
     torch.testing.assert_close(out, dequantized_ref, **TOLERANCES["model"])
     assert relative_error(out, float_ref) < 2 * FLOAT_ERROR[qtype]
+
+
+def test_tied_embeddings_and_missing_tensors(tmp_path):
+    # A file without output.weight (tied embeddings): token_embd feeds the LM head too.
+    float_model = _tiny_llama()
+    path = tmp_path / "tied.gguf"
+    tensors = {}
+    params = dict(float_model.named_parameters())
+    for gguf_name, target in llama_cpp_names(float_model, permuted_qk=False).items():
+        if gguf_name != "output.weight":
+            value = params[target].detach().numpy()
+            tensors[gguf_name] = (value, QT.F32 if value.ndim == 1 else QT.Q8_0)
+    write_gguf(path, tensors)
+    model = _tiny_llama()
+    report = load_gguf_linears(model, path, llama_cpp_names(model, path, permuted_qk=False))
+    assert report.quantized["output"] == "Q8_0"
+    torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.weight, rtol=0, atol=0)
+
+    # Without the tied mapping, the LM head would keep its random weights: strict loading says so.
+    with pytest.raises(ValueError, match="gives nothing for output.weight"):
+        load_gguf_linears(_tiny_llama(), path, llama_cpp_names(_tiny_llama(), permuted_qk=False))
