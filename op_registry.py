@@ -1910,6 +1910,73 @@ REGISTRY = OpRegistry(
 )
 
 
+# ----------------------------------------------------------------------------
+# gguf family: linear on raw GGUF blocks (quant/gguf_linear.py, runtime/ops/gguf_linear.cpp)
+
+from vkdelegate.quant import gguf_linear as _gguf  # noqa: E402  (defines et_vk.vkd_linear_gguf)
+
+
+def _check_linear_gguf(node: Node) -> Optional[str]:
+    ggml_type, n, k = arg(node, "ggml_type"), arg(node, "n"), arg(node, "k")
+    error = _gguf.shape_error(ggml_type, n, k)
+    if error:
+        return error
+    x, weight, bias = fake_tensor(arg(node, "x")), fake_tensor(arg(node, "weight")), arg(node, "bias")
+    if x.dtype != torch.float32:
+        return f"input is {x.dtype}; float32 only"
+    if x.dim() < 1 or x.shape[-1] != k:
+        return f"input's last dim is not K={k}"
+    if weight.dtype != torch.int32 or weight.numel() * 4 < _gguf.weight_nbytes(ggml_type, n, k):
+        return "weight must be int32 words holding the GGUF blocks (GGUFLinear packs them)"
+    if bias is not None and (fake_tensor(bias).dtype != torch.float32 or tuple(fake_tensor(bias).shape) != (n,)):
+        return f"bias must be float32 of shape ({n},)"
+    return None
+
+
+class _GGUFLinearCase(torch.nn.Module):
+    def __init__(self, fmt: str, n: int, k: int, bias: bool):
+        super().__init__()
+        ggml_type = _gguf.FORMATS_BY_NAME[fmt].ggml_type
+        self.linear = _gguf.GGUFLinear(_gguf.random_blocks(ggml_type, n, k).reshape(-1), ggml_type, n, k,
+                                       torch.randn(n) if bias else None)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+@_seeded
+def _linear_gguf_samples() -> List[SampleCase]:
+    # (format, x sizes, N, bias): M <= 4 takes the GEMV path, larger M the tiled one;
+    # odd N; K a multiple of the block size (32, or 256 for the K-quants).
+    shapes = [
+        ("Q4_0", (1, 64), 13, False), ("Q4_0", (2, 19, 96), 33, True),
+        ("Q8_0", (3, 32), 7, True), ("Q8_0", (37, 160), 45, False),
+        ("Q4_K", (1, 1, 512), 13, False), ("Q4_K", (33, 256), 35, True),
+        ("Q6_K", (4, 256), 9, True), ("Q6_K", (2, 17, 512), 33, False),
+    ]
+    return [
+        SampleCase(f"{fmt}_x{'x'.join(map(str, sizes))}_n{n}" + ("_bias" if bias else ""),
+                   _GGUFLinearCase(fmt, n, sizes[-1], bias), (torch.randn(*sizes),))
+        for fmt, sizes, n, bias in shapes
+    ]
+
+
+_GGUF_ENTRIES = [
+    OpEntry(
+        "linear_gguf",
+        (exir_ops.edge.et_vk.vkd_linear_gguf.default,),
+        _linear_gguf_samples,
+        "GGUF Q4_0, Q8_0, Q4_K, Q6_K weights read in their block layouts (vkdelegate.gguf); "
+        "K a multiple of 32 (Q4_0, Q8_0) or 256 (Q4_K, Q6_K); float32 input, optional bias; weight as int32 words.",
+        dtypes=frozenset({torch.float32, torch.int32}),
+        check=_check_linear_gguf,
+        kind="matmul",
+    ),
+]
+REGISTRY = OpRegistry(list(REGISTRY) + _GGUF_ENTRIES)
+# ---------------------------------------------------------------------------- end of gguf family
+
+
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:
     return REGISTRY.lookup(node)
 
