@@ -193,6 +193,15 @@ def _match(anchor: Node, kind: str) -> Tuple[Optional[Match], Optional[str]]:
         return Match(kind, anchor, operands, None, relu, output), None
 
     x, weight_dq = anchor.args[0], anchor.args[1]
+    if kind == "conv2d":
+        if arg(anchor, "transposed"):
+            return None, "transposed convolution"
+        if fake_tensor(x) is None or fake_tensor(x).dim() != 4:
+            return None, "not a 2-D convolution"
+        if any(size for size in arg(anchor, "output_padding")):
+            return None, "output padding"
+    elif fake_tensor(x) is None or not 1 <= fake_tensor(x).dim() <= 8:
+        return None, "input rank outside 1..8"
     reason = _activation_reason(x) or _weight_reason(weight_dq, 4 if kind == "conv2d" else 2)
     if reason:
         return None, reason
@@ -204,18 +213,7 @@ def _match(anchor: Node, kind: str) -> Tuple[Optional[Match], Optional[str]]:
         if val is None or val.dtype != torch.float32 or val.dim() != 1:
             return None, "the bias is not a 1-D float32 tensor"
     weight = fake_tensor(weight_dq.args[0])
-    if kind == "conv2d":
-        if arg(anchor, "transposed"):
-            return None, "transposed convolution"
-        if fake_tensor(x).dim() != 4:
-            return None, "not a 2-D convolution"
-        if any(size for size in arg(anchor, "output_padding")):
-            return None, "output padding"
-        reduction = weight.shape[1] * weight.shape[2] * weight.shape[3]
-    else:
-        if not 1 <= fake_tensor(x).dim() <= 8:
-            return None, "input rank outside 1..8"
-        reduction = weight.shape[1]
+    reduction = weight.shape[1] * weight.shape[2] * weight.shape[3] if kind == "conv2d" else weight.shape[1]
     if reduction > MAX_REDUCTION:
         return None, f"{reduction} products per output could overflow the int32 accumulator (at most {MAX_REDUCTION})"
     return Match(kind, anchor, [x], weight_dq, relu, output), None
