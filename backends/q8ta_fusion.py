@@ -1,10 +1,10 @@
 """Fuses PT2E static int8 patterns into et_vk.vkd_q8ta_conv2d / vkd_q8ta_linear / vkd_q8ta_add.
 
-quant/q8ta_patterns.match finds dq -> conv2d | linear | add -> [relu] -> q; the
+quant/q8ta_patterns.match finds dq -> conv2d | linear | add -> [relu | hardtanh] -> q; the
 fused op takes the int8 tensors that the dequantize nodes read and produces
 the int8 output of the quantize node, so consecutive fused ops pass int8 tensors
-to each other and the dequantize/quantize pairs between them disappear. A relu
-becomes the output minimum. Unmatched quantize and dequantize nodes stay and run
+to each other and the dequantize/quantize pairs between them disappear. A relu or
+hardtanh (ReLU6) becomes the output range. Unmatched quantize and dequantize nodes stay and run
 as their own kernels (the partitioner already kept unmatched quantized convs
 and linears on CPU).
 """

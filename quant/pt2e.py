@@ -11,7 +11,7 @@ activations int8 per tensor (affine, [-128, 127]); conv2d and linear weights
 int8 per output channel, symmetric ([-127, 127], zero point 0); biases stay
 float. Annotated patterns: conv2d (any groups, so depthwise too; a following
 batch norm is folded into it by prepare_pt2e), linear, add, each optionally
-followed by relu, whose output is then the quantized one. Other ops stay float
+followed by relu or hardtanh (ReLU6), whose output is then the quantized one. Other ops stay float
 between a dequantize and a quantize, which the delegate runs as they are.
 """
 from typing import Optional
@@ -26,7 +26,14 @@ _ANNOTATION = "quantization_annotation"
 _CONV = (torch.ops.aten.conv2d.default,)
 _LINEAR = (torch.ops.aten.linear.default,)
 _ADD = (torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor)
-_RELU = (torch.ops.aten.relu.default, torch.ops.aten.relu_.default)
+# Activations fused into the op before it (the output range of the fused op).
+_ACTIVATIONS = (
+    torch.ops.aten.relu.default,
+    torch.ops.aten.relu_.default,
+    torch.ops.aten.hardtanh.default,
+    torch.ops.aten.hardtanh_.default,
+    torch.ops.aten.relu6.default,  # F.relu6; edge programs have it as hardtanh
+)
 
 ACTIVATION = QuantizationSpec(
     dtype=torch.int8,
@@ -56,16 +63,16 @@ def _annotated(node: Node) -> bool:
 
 
 def _relu_after(node: Node) -> Optional[Node]:
-    """The relu that is node's only user, or None."""
+    """The relu or hardtanh (ReLU6) that is node's only user, or None."""
     if len(node.users) == 1:
         user = next(iter(node.users))
-        if user.op == "call_function" and user.target in _RELU:
+        if user.op == "call_function" and user.target in _ACTIVATIONS:
             return user
     return None
 
 
 class VulkanQuantizer(Quantizer):
-    """Annotates conv2d, linear and add (each with an optional relu) for vkdelegate's int8 kernels."""
+    """Annotates conv2d, linear and add (each with an optional relu or hardtanh) for vkdelegate's int8 kernels."""
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in list(model.graph.nodes):

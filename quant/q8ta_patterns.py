@@ -4,15 +4,15 @@ After convert_pt2e and export, a quantized op is float math between
 dequantize and quantize nodes (quantized_decomposed ops):
 
     dq(x, per tensor) ─┐
-    dq(w, per channel) ─┴─ convolution / linear ─ [relu] ─ q(per tensor)
-    dq(a), dq(b) ─ add ─ [relu] ─ q
+    dq(w, per channel) ─┴─ convolution / linear ─ [relu | hardtanh] ─ q(per tensor)
+    dq(a), dq(b) ─ add ─ [relu | hardtanh] ─ q
 
 The partitioner (through `pattern_reason`, which the op registry asks for every
 node) and the preprocess pass (backends/q8ta_fusion.py) share `match`, so the
 partitioner accepts a quantized conv, linear or add exactly when the pass fuses
 it into an et_vk.vkd_q8ta_* op. A conv or linear with dequantized weights that
 does not match stays on CPU with the reason, and so do the dequantize,
-relu and quantize nodes around it. Quantize and dequantize nodes elsewhere
+activation and quantize nodes around it. Quantize and dequantize nodes elsewhere
 (the model's input and output, around float ops such as pooling) run on the
 GPU as they are.
 
@@ -34,6 +34,7 @@ CONVOLUTION = "aten.convolution.default"
 LINEAR = "aten.linear.default"
 ADD = "aten.add.Tensor"
 RELU = "aten.relu.default"
+HARDTANH = "aten.hardtanh.default"  # ReLU6 and other clamps
 
 INT8_MIN, INT8_MAX = -128, 127
 # int32 accumulation of (x - x_zero_point) * (w - w_zero_point), each factor at
@@ -57,18 +58,33 @@ class Match:
     anchor: Node
     inputs: List[Node]  # the per-tensor dequantize node of each activation input
     weight: Optional[Node]  # the per-channel dequantize node of the weight (conv2d, linear)
-    relu: Optional[Node]
+    activation: Optional[Node]  # a relu or hardtanh between the op and the quantize
     output: Node  # the quantize node whose output the fused op produces
 
     def out_range(self) -> Tuple[int, int]:
-        """(out_min, out_max) of the fused op: relu raises the minimum to the zero point."""
+        """(out_min, out_max) of the fused op. Quantizing is monotonic, so quantizing a clamped value
+        equals clamping the quantized value to the quantized bounds (computed as the quantize node would)."""
         q = per_tensor_qparams(self.output)[0]
-        low = max(q.quant_min, q.zero_point) if self.relu is not None else q.quant_min
-        return low, q.quant_max
+        low, high = q.quant_min, q.quant_max
+        if self.activation is not None:
+            if _is(self.activation, RELU):
+                bounds = (0.0, None)
+            else:
+                bounds = (float(arg(self.activation, "min_val")), float(arg(self.activation, "max_val")))
+            inverse = torch.tensor(1.0 / q.scale, dtype=torch.float32)
+            quantized = [None if v is None else int(torch.round(torch.tensor(v, dtype=torch.float32) * inverse).item())
+                         + q.zero_point for v in bounds]
+            low = low if quantized[0] is None else min(max(low, quantized[0]), q.quant_max)
+            high = high if quantized[1] is None else max(min(high, quantized[1]), q.quant_min)
+        return low, high
 
 
 def _is(node, name: str) -> bool:
     return isinstance(node, Node) and node.op == "call_function" and op_name(node.target) == name
+
+
+def _is_activation(node) -> bool:
+    return _is(node, RELU) or _is(node, HARDTANH)
 
 
 def is_quantize_op(node) -> bool:
@@ -138,18 +154,18 @@ def _weight_reason(item, rank: int) -> Optional[str]:
 
 
 def _output(anchor: Node) -> Tuple[Optional[Node], Optional[Node], Optional[str]]:
-    """(relu or None, quantize node) after anchor, or the reason there is no such chain."""
+    """(activation or None, quantize node) after anchor, or the reason there is no such chain."""
     if len(anchor.users) != 1:
         return None, None, "the output has several users instead of one quantize"
-    relu, node = None, next(iter(anchor.users))
-    if _is(node, RELU):
+    activation, node = None, next(iter(anchor.users))
+    if _is_activation(node):
         if len(node.users) != 1:
-            return None, None, "the relu has several users instead of one quantize"
-        relu, node = node, next(iter(node.users))
+            return None, None, f"the {node.name} has several users instead of one quantize"
+        activation, node = node, next(iter(node.users))
     if not _is(node, QUANTIZE):
         return None, None, f"the output goes to {node.name}, not to a per-tensor quantize"
     reason = per_tensor_qparams(node)[1]
-    return relu, node, reason and f"output: {reason}"
+    return activation, node, reason and f"output: {reason}"
 
 
 def is_quantized(anchor: Node) -> bool:
@@ -177,7 +193,7 @@ def match(anchor: Node) -> Tuple[Optional[Match], Optional[str]]:
 
 
 def _match(anchor: Node, kind: str) -> Tuple[Optional[Match], Optional[str]]:
-    relu, output, reason = _output(anchor)
+    activation, output, reason = _output(anchor)
     if reason:
         return None, reason
     if kind == "add":
@@ -190,7 +206,7 @@ def _match(anchor: Node, kind: str) -> Tuple[Optional[Match], Optional[str]]:
                 return None, reason
         if any(fake_tensor(item) is None or fake_tensor(item).dim() > 8 for item in operands):
             return None, "operands of rank above 8"
-        return Match(kind, anchor, operands, None, relu, output), None
+        return Match(kind, anchor, operands, None, activation, output), None
 
     x, weight_dq = anchor.args[0], anchor.args[1]
     if kind == "conv2d":
@@ -216,14 +232,14 @@ def _match(anchor: Node, kind: str) -> Tuple[Optional[Match], Optional[str]]:
     reduction = weight.shape[1] * weight.shape[2] * weight.shape[3] if kind == "conv2d" else weight.shape[1]
     if reduction > MAX_REDUCTION:
         return None, f"{reduction} products per output could overflow the int32 accumulator (at most {MAX_REDUCTION})"
-    return Match(kind, anchor, [x], weight_dq, relu, output), None
+    return Match(kind, anchor, [x], weight_dq, activation, output), None
 
 
 def pattern_reason(node: Node) -> Optional[str]:
     """Why node must stay on CPU because of the quantized pattern it belongs to, or None.
 
     A quantized anchor that does not match stays on CPU, and with it the
-    dequantize nodes feeding it, its relu and its quantize. Standalone
+    dequantize nodes feeding it, its activation and its quantize. Standalone
     quantize and dequantize nodes must be per tensor to int8 with literal qparams.
     """
     if node.op != "call_function":
@@ -241,9 +257,10 @@ def pattern_reason(node: Node) -> Optional[str]:
                 return reason or "a per-channel dequantize runs only as the weight of a fused conv2d or linear"
         return None
     neighbours = {
-        QUANTIZE: lambda: [item.args[0] if _is(item, RELU) else item for item in node.args[:1]],
+        QUANTIZE: lambda: [item.args[0] if _is_activation(item) else item for item in node.args[:1]],
         DEQUANTIZE: lambda: list(node.users),
         RELU: lambda: node.args[:1],
+        HARDTANH: lambda: node.args[:1],
     }.get(name, lambda: [node])()
     for anchor in neighbours:
         if isinstance(anchor, Node) and anchor.op == "call_function":

@@ -71,17 +71,19 @@ def check(model: nn.Module, inputs, steps=STEPS_PER_OP):
 
 
 class Conv(nn.Module):
-    def __init__(self, *args, bn=False, relu=False, **kwargs):
+    def __init__(self, *args, bn=False, relu=False, relu6=False, **kwargs):
         super().__init__()
         self.conv = nn.Conv2d(*args, **kwargs)
         self.bn = nn.BatchNorm2d(self.conv.out_channels) if bn else nn.Identity()
-        self.relu = relu
+        self.relu, self.relu6 = relu, relu6
         if bn:
             self.bn.running_mean.uniform_(-0.2, 0.2)
             self.bn.running_var.uniform_(0.5, 2.0)
 
     def forward(self, x):
         y = self.bn(self.conv(x))
+        if self.relu6:
+            return nn.functional.relu6(y)
         return torch.relu(y) if self.relu else y
 
 
@@ -91,6 +93,7 @@ CONV_CASES = {
     "dilation2_no_bias": (Conv(4, 6, 3, dilation=2, bias=False), (1, 4, 9, 9)),
     "depthwise_s2_bn_relu": (Conv(8, 8, 3, stride=2, padding=1, groups=8, bn=True, relu=True), (2, 8, 9, 9)),
     "pointwise_33": (Conv(16, 33, 1), (1, 16, 5, 7)),
+    "depthwise_multiplier2_relu6": (Conv(4, 8, 3, groups=4, bn=True, relu6=True), (1, 4, 7, 5)),
 }
 
 
@@ -161,6 +164,16 @@ def test_small_cnn_stays_int8_in_one_partition():
     conv, add = "et_vk.vkd_q8ta_conv2d.default", "et_vk.vkd_q8ta_add.default"
     # int8 from the input's quantize to the pooling, which runs in float between a dequantize and a quantize.
     assert ops == [q, conv, conv, conv, add, dq, "aten.mean.dim", q, "et_vk.vkd_q8ta_linear.default", dq]
+
+
+def test_mobilenet_v2_stays_int8_in_one_partition():
+    from vkdelegate.examples.models.cnn import MobileNetV2
+
+    torch.manual_seed(0)
+    ops = check(MobileNetV2(), (torch.randn(1, 3, 64, 64),), steps=STEPS_PER_NETWORK)
+    # ReLU6 is fused; only the pooling and classifier's reshapes run in float.
+    assert ops.count("et_vk.vkd_q8ta_conv2d.default") == 52 and ops.count("et_vk.vkd_q8ta_add.default") == 10
+    assert "aten.hardtanh.default" not in ops and ops.count("quantized_decomposed.dequantize_per_tensor.default") == 2
 
 
 def test_resnet18_stays_int8_in_one_partition():
