@@ -1538,8 +1538,9 @@ quantized_decomposed = exir_ops.edge.quantized_decomposed
 et_vk = exir_ops.edge.et_vk
 _Q8_ACTIVATIONS = frozenset({torch.float32, torch.int8})
 _Q8_WEIGHTS = frozenset({torch.float32, torch.int8, torch.int32, torch.int64})
-_Q8_NOTES = (" int8 is stored as int32 on the GPU (4 per word is a later optimization); int32 accumulation, "
-             "requantized per output channel in float32 with round half to even.")
+_Q8_NOTES = " int8 is stored as int32 on the GPU (packing 4 per word is a later optimization)."
+_Q8_WEIGHTED = (" Exact int32 accumulation, requantized in float32 with the per-channel scale, round half to even;"
+                " a relu or hardtanh before the quantize becomes the output range.")
 
 
 def _check_per_tensor(node: Node) -> Optional[str]:
@@ -2056,17 +2057,18 @@ REGISTRY = OpRegistry(
                 dtypes=_Q8_ACTIVATIONS, check=_check_per_tensor),
         OpEntry("dequantize_per_channel", (quantized_decomposed.dequantize_per_channel.default,), _q8_pattern_samples,
                 "Only as the int8 weight (axis 0) of a conv2d or linear that fuses into et_vk.vkd_q8ta_conv2d or "
-                "vkd_q8ta_linear, or folded ahead of time when nothing else reads it." + _Q8_NOTES,
+                "vkd_q8ta_linear, or folded ahead of time when its input is a constant." + _Q8_NOTES,
                 dtypes=_Q8_WEIGHTS, kind="quantized"),
         OpEntry("vkd_q8ta_conv2d", (et_vk.vkd_q8ta_conv2d.default,), _q8_conv2d_samples,
-                "PT2E dq -> conv2d -> [relu] -> q fused: int8 NCHW in and out, per-channel int8 weights, any stride, "
-                "padding, dilation and groups (depthwise too), optional float bias." + _Q8_NOTES,
+                "PT2E dq -> conv2d -> [relu | hardtanh] -> q fused: int8 NCHW in and out, per-channel int8 weights, any stride, "
+                "padding, dilation and groups (depthwise too), optional float bias." + _Q8_WEIGHTED + _Q8_NOTES,
                 dtypes=_Q8_WEIGHTS, kind="quantized"),
         OpEntry("vkd_q8ta_linear", (et_vk.vkd_q8ta_linear.default,), _q8_linear_samples,
-                "PT2E dq -> linear -> [relu] -> q fused: int8 input of rank 1-8, per-channel int8 weights, optional "
-                "float bias." + _Q8_NOTES, dtypes=_Q8_WEIGHTS, kind="quantized"),
+                "PT2E dq -> linear -> [relu | hardtanh] -> q fused: int8 input of rank 1-8, per-channel int8 weights, optional "
+                "float bias." + _Q8_WEIGHTED + _Q8_NOTES, dtypes=_Q8_WEIGHTS, kind="quantized"),
         OpEntry("vkd_q8ta_add", (et_vk.vkd_q8ta_add.default,), _q8_add_samples,
-                "PT2E dq, dq -> add -> [relu] -> q fused: int8 operands with their own scales, broadcast, rank <= 8."
+                "PT2E dq, dq -> add -> [relu | hardtanh] -> q fused: int8 operands with their own scales, broadcast, "
+                "rank <= 8; dequantized and added in float32 like the CPU, then requantized."
                 + _Q8_NOTES, dtypes=_Q8_ACTIVATIONS, kind="quantized"),
     ]
 )
