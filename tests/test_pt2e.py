@@ -211,7 +211,10 @@ def test_unsupported_pattern_stays_on_cpu_with_reason(model, shape, per_channel,
     converted = quantize(model, inputs, _xnnpack_quantizer(per_channel))
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
         edge = lower(converted, inputs)
-    assert "aten.convolution.default" in non_delegated_ops(edge)
+    on_cpu = non_delegated_ops(edge)
+    # The whole pattern stays on CPU: the dequantize feeding the conv and the quantize after it too.
+    assert {"aten.convolution.default", "quantized_decomposed.dequantize_per_tensor.default",
+            "quantized_decomposed.quantize_per_tensor.default"} <= set(on_cpu)
     assert f"quantized conv2d is not fused: {reason}" in caplog.text
     (out,) = run_pte(edge.to_executorch().buffer, inputs)
     with torch.no_grad():
