@@ -48,7 +48,9 @@ def _fuse(graph: Graph, found: Match) -> None:
                     q8ta_ops.q8ta_conv2d.default, tuple(activations) + weight + (bias,) + conv + requantize
                 )
             else:
-                fused = graph.call_function(q8ta_ops.q8ta_linear.default, tuple(activations) + weight + (bias,) + requantize)
+                fused = graph.call_function(
+                    q8ta_ops.q8ta_linear.default, tuple(activations) + weight + (bias,) + requantize
+                )
     fused.meta["val"] = found.output.meta["val"]
     found.output.replace_all_uses_with(fused)
 

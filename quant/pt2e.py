@@ -98,7 +98,9 @@ class VulkanQuantizer(Quantizer):
 
     def _annotate_add(self, node: Node) -> None:
         operands = [item for item in node.args[:2] if isinstance(item, Node)]
-        if len(operands) != 2 or not all(_is_float_tensor(item) for item in operands) or node.kwargs.get("alpha", 1) != 1:
+        if len(operands) != 2 or not all(_is_float_tensor(item) for item in operands):
+            return
+        if node.kwargs.get("alpha", 1) != 1:
             return
         self._annotate_with_output(node, {item: ACTIVATION for item in operands})
 

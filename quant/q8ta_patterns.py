@@ -108,7 +108,8 @@ def per_tensor_qparams(node: Node) -> Tuple[Optional[QParams], Optional[str]]:
         return None, f"scale {scale!r} is not a positive float"
     if not isinstance(zero_point, int) or not INT8_MIN <= zero_point <= INT8_MAX:
         return None, f"zero point {zero_point!r} is not an int8 value"
-    if not (isinstance(quant_min, int) and isinstance(quant_max, int) and INT8_MIN <= quant_min <= quant_max <= INT8_MAX):
+    integers = isinstance(quant_min, int) and isinstance(quant_max, int)
+    if not (integers and INT8_MIN <= quant_min <= quant_max <= INT8_MAX):
         return None, f"quant range [{quant_min}, {quant_max}] is not within int8"
     if "out_dtype" in node.kwargs and node.kwargs["out_dtype"] not in (None, torch.float32):
         return None, f"out_dtype {node.kwargs['out_dtype']} (float32 only)"
@@ -181,7 +182,8 @@ def is_quantized(anchor: Node) -> bool:
 
 
 def match(anchor: Node) -> Tuple[Optional[Match], Optional[str]]:
-    """(Match, None) if anchor fuses; (None, reason) if it is quantized but does not; (None, None) if it is float math."""
+    """(Match, None) if anchor fuses; (None, reason) if it is quantized but does not fuse;
+    (None, None) if it is float math."""
     if not is_quantized(anchor):
         return None, None
     name = op_name(anchor.target)
