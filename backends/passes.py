@@ -14,9 +14,14 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+# ---- pt2e family: static int8 fusions
+from .q8ta_fusion import fuse_q8ta
+
 Pass = Callable[[ExportedProgram, Dict], None]
 
-PASSES: List[Pass] = []
+PASSES: List[Pass] = [
+    fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
+]
 
 
 def run_passes(program: ExportedProgram, options: Dict) -> None:
