@@ -1547,7 +1547,7 @@ REGISTRY = OpRegistry(
             "div",
             (aten.div.Tensor, aten.div.Scalar),
             _div_samples,
-            _BINARY + " True division on float32.",
+            _BINARY + " True division on float32 and float16.",
             check=_check_binary,
         ),
         OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
@@ -1664,7 +1664,7 @@ REGISTRY = OpRegistry(
         # reductions (dtype conversions are the to_copy entry above) ---
         OpEntry("div_rounding", (aten.div.Tensor_mode,), _div_mode_samples,
                 _BINARY + " rounding_mode 'trunc' and 'floor' on float32 and integers (as torch, floor division "
-                "by 0 gives inf/NaN on floats); None (true division) on float32.",
+                "by 0 gives inf/NaN on floats); None (true division) on float32 and float16.",
                 dtypes=NUMERIC, check=_check_div),
         OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar), _pow_samples,
                 _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
@@ -1760,7 +1760,7 @@ REGISTRY = OpRegistry(
                 "no dtype conversion." + _INT_STORAGE,
                 dtypes=ANY_DTYPE, check=_check_sum, kind="reduction"),
         OpEntry("mean", (aten.mean.dim, aten.mean.default), _mean_samples,
-                "Over any dims (an empty list: all), keepdim; float32.", check=_check_same_dtype, kind="reduction"),
+                "Over any dims (an empty list: all), keepdim; float32 and float16.", check=_check_same_dtype, kind="reduction"),
         OpEntry("amax", (aten.amax.default,), _minmax_reduce_samples(torch.amax),
                 "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
                 check=_check_same_dtype, kind="reduction"),
@@ -1882,7 +1882,7 @@ REGISTRY = OpRegistry(
             "scaled_dot_product_attention",
             (aten.scaled_dot_product_attention.default,),
             _sdpa_samples,
-            "Kept from decomposition; one fused kernel with an online softmax. float32 q/k/v of rank 2-8, "
+            "Kept from decomposition; one fused kernel with an online softmax. float32 or float16 q/k/v of rank 2-8, "
             "head dims up to 256; is_causal, a float or bool attn_mask (broadcast), scale, enable_gqa; "
             "dropout_p=0 only; fully masked rows give 0 like PyTorch.",
             dtypes=frozenset({torch.float32, torch.bool}),

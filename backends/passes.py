@@ -14,9 +14,13 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+from .force_fp16 import force_fp16
+
 Pass = Callable[[ExportedProgram, Dict], None]
 
-PASSES: List[Pass] = []
+PASSES: List[Pass] = [
+    force_fp16,  # fp16 family: last, so that it sees what the other passes made
+]
 
 
 def run_passes(program: ExportedProgram, options: Dict) -> None:

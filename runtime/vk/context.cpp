@@ -304,8 +304,8 @@ void Context::create() {
   info_.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   info_.timestamp_period_ns = p.limits.timestampPeriod;
   info_.shader_int64 = features2.features.shaderInt64;
-  // VKD_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
-  if (env_flag("VKD_DISABLE_FP16")) {
+  // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
+  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
     storage16.storageBuffer16BitAccess = VK_FALSE;
     storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
     float16int8.shaderFloat16 = VK_FALSE;
