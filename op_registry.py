@@ -1904,9 +1904,8 @@ REGISTRY = OpRegistry(
 
 
 # ----------------------------------------------------------------------------
-# fp16 family: every entry that runs float32 also runs float16 (every float
-# shader family has f16 variants: half storage, math in float, one rounding on
-# store, as PyTorch computes half). The runtime needs the float tensors of a node
+# fp16 family: the entries whose kernels have f16 variants (half storage, math in
+# float, one rounding on store, as PyTorch computes half) also run float16. The runtime needs the float tensors of a node
 # in one dtype, so mixed float32/float16 nodes stay on CPU (to_copy converts).
 
 
@@ -1917,8 +1916,24 @@ def _check_one_float_dtype(node: Node) -> Optional[str]:
     return None
 
 
+# Named, not derived: an entry added later runs float16 only once its kernels have f16 variants.
+_FLOAT16_ENTRIES = frozenset({
+    "abs", "adaptive_avg_pool2d", "add", "addmm", "alias_copy", "amax", "amin", "arange", "argmax", "argmin",
+    "avg_pool2d", "batch_norm_inference", "bmm", "cat", "clamp", "clone", "comparison", "constant_pad_nd",
+    "convolution", "cos", "div", "div_rounding", "elu", "embedding", "erf", "exp", "expand_copy", "flip",
+    "full", "full_like", "gather", "gelu", "grid_sampler_2d", "hardsigmoid", "hardswish", "hardtanh", "index",
+    "index_select", "leaky_relu", "linear", "log", "log10", "log_softmax", "logical", "logical_not",
+    "max_dim", "max_pool2d_with_indices", "maximum", "mean", "min_dim", "minimum", "mm", "mul",
+    "native_group_norm", "native_layer_norm", "neg", "permute_copy", "pixel_shuffle", "pixel_unshuffle",
+    "pow", "reciprocal", "relu", "repeat", "rms_norm", "roll", "round", "rsqrt", "scalar_tensor",
+    "scaled_dot_product_attention", "select_copy", "sigmoid", "sign", "silu", "sin", "slice_copy", "softmax",
+    "softplus", "split_with_sizes_copy", "sqrt", "squeeze_copy", "sub", "sum", "tanh", "to_copy",
+    "unfold_copy", "unsqueeze_copy", "upsample_bilinear2d", "upsample_nearest2d", "var", "view_copy", "where",
+})
+
+
 def _with_float16(entry: OpEntry) -> OpEntry:
-    if torch.float32 not in entry.dtypes:
+    if entry.name not in _FLOAT16_ENTRIES:
         return entry
     check = entry.check
     if entry.name != "to_copy":

@@ -14,9 +14,9 @@ constexpr LocalSize kLocal1D{64, 1, 1};
 
 inline void require_float(ComputeGraph& g, int id) {
   const Tensor& t = g.tensor(id);
-  if (!is_float_dtype(t.dtype)) {
+  if (t.dtype != DType::Float32) {
     g.fail(std::string("tensors of dtype ") + dtype_name(t.dtype) +
-           " are not supported here (float32 and float16 only)");
+           " are not supported here (float32 only)");
   }
 }
 
@@ -35,12 +35,16 @@ inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) 
   }
 }
 
-// Float tensors of one dtype (float32 or float16); ids < 0 (absent) are skipped.
+// Float tensors of one dtype, float32 or float16 (for kernels with f16 variants, picked
+// with variant()); ids < 0 (absent) are skipped.
 inline void require_float_same(ComputeGraph& g, std::initializer_list<int> ids) {
   int first = -1;
   for (int id : ids) {
     if (id < 0) continue;
-    require_float(g, id);
+    if (!is_float_dtype(g.tensor(id).dtype)) {
+      g.fail(std::string("tensors of dtype ") + dtype_name(g.tensor(id).dtype) +
+             " are not supported here (float32 and float16 only)");
+    }
     if (first < 0) first = id;
     if (g.tensor(id).dtype != g.tensor(first).dtype) {
       g.fail(std::string("mixed dtypes ") + dtype_name(g.tensor(first).dtype) + " and " +

@@ -95,9 +95,7 @@ void require_same_storage(ComputeGraph& g, int in, int out) {
 }
 
 void require_float_in_out(ComputeGraph& g, int in, int out) {
-  require_same_dtype(g, {in, out});
-  require_float(g, in);
-  require_float(g, out);
+  require_float_same(g, {in, out});
 }
 
 using Args = std::vector<int>;
