@@ -6,6 +6,7 @@ notes for the docs, and sample cases from which tests are generated.
 The partitioner delegates a node only if `REGISTRY.lookup(node)` accepts it.
 """
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
@@ -24,6 +25,8 @@ FP32: FrozenSet[torch.dtype] = frozenset({torch.float32})
 NUMERIC: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64})
 # Ops that only move data work for every dtype the runtime stores.
 ANY_DTYPE: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64, torch.bool})
+
+_FLOATS: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.float16})
 
 aten = exir_ops.edge.aten
 dim_order_ops = exir_ops.edge.dim_order_ops
@@ -143,7 +146,7 @@ def _contiguous_layout(node: Node) -> Optional[str]:
 
 def _check_to_copy(node: Node) -> Optional[str]:
     dtype = arg(node, "dtype")
-    if dtype is not None and dtype not in ANY_DTYPE:
+    if dtype is not None and dtype not in ANY_DTYPE | {torch.float16}:
         return f"conversion to {dtype} is not supported"
     return _contiguous_layout(node)
 
@@ -195,8 +198,8 @@ def _check_div(node: Node) -> Optional[str]:
         mode = arg(node, "rounding_mode")
         if mode not in (None, "trunc", "floor"):
             return f"rounding_mode {mode!r} is not supported"
-        if mode is None and _tensor_dtypes(node) != {torch.float32}:
-            return "true division is supported for float32 only"
+        if mode is None and len(_tensor_dtypes(node)) == 1 and not _tensor_dtypes(node) <= _FLOATS:
+            return "true division is supported for float32 and float16 only"
     return _check_binary(node)
 
 
@@ -214,7 +217,7 @@ def _check_where(node: Node) -> Optional[str]:
 def _check_sum(node: Node) -> Optional[str]:
     """Integer and bool sums give int64 (stored as int32 like the input); no float <-> int conversion."""
     dtypes = _tensor_dtypes(node)
-    if torch.float32 in dtypes and len(dtypes) > 1:
+    if dtypes & _FLOATS and len(dtypes) > 1:
         return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
     return None
 
@@ -910,6 +913,13 @@ def _convert_samples() -> List[SampleCase]:
         SampleCase("bool_to_float", _Call(to(torch.float32)), (_bools(7, 13),)),
         SampleCase("bool_to_int64", _Call(to(torch.int64)), (_bools(1, 9, 1),)),
         SampleCase("mask_arithmetic", _Call(lambda x: x * (x > 0).float()), (_values(7, 13),)),
+        # fp16 family: to and from float16 (NaN and inf convert; magnitudes above 65504 become inf).
+        SampleCase("float_to_float16", _Call(to(torch.float16)), (_edge(7, 13) * 1000.0,)),
+        SampleCase("float16_to_float_rank5", _Call(to(torch.float32)), (_edge(2, 3, 1, 5, 3).half(),)),
+        SampleCase("float16_to_int64", _Call(to(torch.int64)), (_values(7, 13, scale=100.0).half(),)),
+        SampleCase("int64_to_float16", _Call(to(torch.float16)), (_ints(7, 13) * 100,)),
+        SampleCase("float16_to_bool", _Call(to(torch.bool)), (_edge(9, 11).half(),)),
+        SampleCase("bool_to_float16", _Call(to(torch.float16)), (_bools(1, 9, 1),)),
     ]
 
 
@@ -1001,8 +1011,8 @@ def _check_pool_input(node: Node) -> Optional[str]:
     x = fake_tensor(arg(node, "self"))
     if x.dim() not in (3, 4):
         return f"input of rank {x.dim()}: [C, H, W] or [N, C, H, W] only"
-    if x.dtype != torch.float32:
-        return "the input must be float32"
+    if x.dtype not in _FLOATS:
+        return "the input must be float32 or float16"
     return None
 
 
@@ -1282,8 +1292,8 @@ def _check_arange(node: Node) -> Optional[str]:
 
 def _check_sdpa(node: Node) -> Optional[str]:
     q, k, v = (fake_tensor(arg(node, name)) for name in ("query", "key", "value"))
-    if any(t is None or t.dtype != torch.float32 for t in (q, k, v)):
-        return "query, key and value must be float32"
+    if any(t is None or t.dtype not in _FLOATS for t in (q, k, v)):
+        return "query, key and value must be float32 or float16"
     if arg(node, "dropout_p") != 0.0:
         return "dropout_p must be 0 (inference only)"
     rank = q.dim()
@@ -1305,8 +1315,8 @@ def _check_sdpa(node: Node) -> Optional[str]:
         if arg(node, "is_causal"):
             return "attn_mask and is_causal together are not supported"
         m = fake_tensor(mask)
-        if m is None or m.dtype not in (torch.float32, torch.bool):
-            return "attn_mask must be float32 or bool"
+        if m is None or m.dtype not in _FLOATS | {torch.bool}:
+            return "attn_mask must be float or bool"
         full = list(q.shape[:-1]) + [k.shape[-2]]
         if m.dim() > rank or any(a not in (1, b) for a, b in zip(reversed(m.shape), reversed(full))):
             return f"attn_mask {list(m.shape)} does not broadcast to {full}"
@@ -1709,7 +1719,7 @@ REGISTRY = OpRegistry(
             "div",
             (aten.div.Tensor, aten.div.Scalar),
             _div_samples,
-            _BINARY + " True division on float32.",
+            _BINARY + " True division on float32 and float16.",
             check=_check_binary,
         ),
         OpEntry("relu", (aten.relu.default,), _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
@@ -1816,7 +1826,7 @@ REGISTRY = OpRegistry(
             "to_copy",
             (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
             lambda: _to_copy_samples() + _convert_samples(),
-            "Conversions between float32, int32, int64 and bool with contiguous dim order (float to int "
+            "Conversions between float32, float16, int32, int64 and bool with contiguous dim order (float to int "
             "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_to_copy,
@@ -1828,7 +1838,7 @@ REGISTRY = OpRegistry(
         # reductions (dtype conversions are the to_copy entry above) ---
         OpEntry("div_rounding", (aten.div.Tensor_mode,), _div_mode_samples,
                 _BINARY + " rounding_mode 'trunc' and 'floor' on float32 and integers (as torch, floor division "
-                "by 0 gives inf/NaN on floats); None (true division) on float32.",
+                "by 0 gives inf/NaN on floats); None (true division) on float32 and float16.",
                 dtypes=NUMERIC, check=_check_div),
         OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar), _pow_samples,
                 _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
@@ -1924,7 +1934,7 @@ REGISTRY = OpRegistry(
                 "no dtype conversion." + _INT_STORAGE,
                 dtypes=ANY_DTYPE, check=_check_sum, kind="reduction"),
         OpEntry("mean", (aten.mean.dim, aten.mean.default), _mean_samples,
-                "Over any dims (an empty list: all), keepdim; float32.", check=_check_same_dtype, kind="reduction"),
+                "Over any dims (an empty list: all), keepdim; float32 and float16.", check=_check_same_dtype, kind="reduction"),
         OpEntry("amax", (aten.amax.default,), _minmax_reduce_samples(torch.amax),
                 "Over any dims (an empty list: all), keepdim; NaN propagates.", dtypes=NUMERIC,
                 check=_check_same_dtype, kind="reduction"),
@@ -2048,7 +2058,7 @@ REGISTRY = OpRegistry(
             "scaled_dot_product_attention",
             (aten.scaled_dot_product_attention.default,),
             _sdpa_samples,
-            "Kept from decomposition; one fused kernel with an online softmax. float32 q/k/v of rank 2-8, "
+            "Kept from decomposition; one fused kernel with an online softmax. float32 or float16 q/k/v of rank 2-8, "
             "head dims up to 256; is_causal, a float or bool attn_mask (broadcast), scale, enable_gqa; "
             "dropout_p=0 only; fully masked rows give 0 like PyTorch.",
             dtypes=frozenset({torch.float32, torch.bool}),
@@ -2156,6 +2166,45 @@ _GGUF_ENTRIES = [
 ]
 REGISTRY = OpRegistry(list(REGISTRY) + _GGUF_ENTRIES)
 # ---------------------------------------------------------------------------- end of gguf family
+# fp16 family: the entries whose kernels have f16 variants (half storage, math in
+# float, one rounding on store, as PyTorch computes half) also run float16. The runtime needs the float tensors of a node
+# in one dtype, so mixed float32/float16 nodes stay on CPU (to_copy converts).
+
+
+def _check_one_float_dtype(node: Node) -> Optional[str]:
+    floats = _tensor_dtypes(node) & _FLOATS
+    if len(floats) > 1:
+        return "mixed float32 and float16 tensors are not supported"
+    return None
+
+
+# Named, not derived: an entry added later runs float16 only once its kernels have f16 variants.
+_FLOAT16_ENTRIES = frozenset({
+    "abs", "adaptive_avg_pool2d", "add", "addmm", "alias_copy", "amax", "amin", "arange", "argmax", "argmin",
+    "avg_pool2d", "batch_norm_inference", "bmm", "cat", "clamp", "clone", "comparison", "constant_pad_nd",
+    "convolution", "cos", "div", "div_rounding", "elu", "embedding", "erf", "exp", "expand_copy", "flip",
+    "full", "full_like", "gather", "gelu", "grid_sampler_2d", "hardsigmoid", "hardswish", "hardtanh", "index",
+    "index_select", "leaky_relu", "linear", "log", "log10", "log_softmax", "logical", "logical_not",
+    "max_dim", "max_pool2d_with_indices", "maximum", "mean", "min_dim", "minimum", "mm", "mul",
+    "native_group_norm", "native_layer_norm", "neg", "permute_copy", "pixel_shuffle", "pixel_unshuffle",
+    "pow", "reciprocal", "relu", "repeat", "rms_norm", "roll", "round", "rsqrt", "scalar_tensor",
+    "scaled_dot_product_attention", "select_copy", "sigmoid", "sign", "silu", "sin", "slice_copy", "softmax",
+    "softplus", "split_with_sizes_copy", "sqrt", "squeeze_copy", "sub", "sum", "tanh", "to_copy",
+    "unfold_copy", "unsqueeze_copy", "upsample_bilinear2d", "upsample_nearest2d", "var", "view_copy", "where",
+})
+
+
+def _with_float16(entry: OpEntry) -> OpEntry:
+    if entry.name not in _FLOAT16_ENTRIES:
+        return entry
+    check = entry.check
+    if entry.name != "to_copy":
+        def check(node: Node, entry_check: Check = entry.check) -> Optional[str]:
+            return _check_one_float_dtype(node) or entry_check(node)
+    return dataclasses.replace(entry, dtypes=entry.dtypes | {torch.float16}, check=check)
+
+
+REGISTRY = OpRegistry([_with_float16(entry) for entry in REGISTRY])
 
 
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:

@@ -14,13 +14,14 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
-# ---- pt2e family: static int8 fusions
+from .force_fp16 import force_fp16
 from .q8ta_fusion import fuse_q8ta
 
 Pass = Callable[[ExportedProgram, Dict], None]
 
 PASSES: List[Pass] = [
     fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
+    force_fp16,  # fp16 family: last, so that it sees what the other passes made
 ]
 
 

@@ -118,9 +118,12 @@ def main():
                            torch_ms=torch_ms, load_ms=ours["load_ms"], profile=ours["profile"])
                 row["ratio"] = row["ours"] / row["torch"]
             else:
-                module, inputs = MODELS[name]()
+                module, inputs = MODELS[case.get("model", name)]()
                 module = module.cuda().eval()
                 inputs = [x.cuda() for x in inputs]
+                if case.get("fp16"):  # ours runs force_fp16: PyTorch runs the model in half
+                    module = module.half()
+                    inputs = [x.half() if x.is_floating_point() else x for x in inputs]
                 with torch.no_grad():
                     eager = wall_ms(lambda: module(*inputs), args.iters)
                     graph = cuda_graph_ms(module, inputs, args.iters)

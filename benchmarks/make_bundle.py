@@ -6,6 +6,7 @@ model definitions. Prints the command to run on the GPU machine.
 
     python benchmarks/make_bundle.py                      # micro-benchmarks + default models
     python benchmarks/make_bundle.py --models resnet18    # other models (bundles must stay < 64 MiB)
+    python benchmarks/make_bundle.py --fp16-models resnet50  # fp16 rows (force_fp16), as NAME_fp16
 """
 import argparse
 import json
@@ -29,9 +30,9 @@ LIMIT = 64 * 1024 * 1024
 LIBS = ["libexecutorch.so", "libexecutorch_kernels_optimized.so", "libexecutorch_threadpool.so"]
 
 
-def lower(module, inputs):
+def lower(module, inputs, options=None):
     ep = torch.export.export(module.eval(), tuple(inputs))
-    edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()])
+    edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(options)])
     gm = edge.exported_program().graph_module
     delegates = sum(1 for n in gm.graph.nodes if getattr(n.target, "__name__", "") == "executorch_call_delegate")
     on_cpu = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"
@@ -43,6 +44,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", nargs="*", default=sorted(MICRO))
     ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
+    # fp16 rows: lowered with force_fp16, compared with PyTorch CUDA running model.half().
+    ap.add_argument("--fp16-models", nargs="*", default=["mobilenet_v2", "resnet18"])
     ap.add_argument("--out", default=os.path.join(HERE, "bundle"))
     args = ap.parse_args()
 
@@ -61,17 +64,22 @@ def main():
     cases = []
     for name in args.micro:
         factory, _, _ = MICRO[name]
-        cases.append(("micro", name, factory))
+        cases.append(("micro", name, factory, None))
     for name in args.models:
         if name not in MODELS:
             print(f"skip model {name}: not in examples/models yet")
             continue
-        cases.append(("model", name, MODELS[name]))
+        cases.append(("model", name, MODELS[name], None))
+    for name in args.fp16_models:
+        if name not in MODELS:
+            print(f"skip fp16 model {name}: not in examples/models")
+            continue
+        cases.append(("model", name + "_fp16", MODELS[name], {"force_fp16": True}))
     entries = []
-    for kind, name, factory in cases:
+    for kind, name, factory, options in cases:
         module, inputs = factory()
         try:
-            pte, delegates, on_cpu = lower(module, inputs)
+            pte, delegates, on_cpu = lower(module, inputs, options)
         except Exception as e:
             print(f"skip {name}: lowering failed: {e}")
             continue
@@ -80,7 +88,10 @@ def main():
             continue
         with open(os.path.join(args.out, name + ".pte"), "wb") as f:
             f.write(pte)
-        entries.append({"name": name, "kind": kind, "pte": name + ".pte"})
+        entry = {"name": name, "kind": kind, "pte": name + ".pte"}
+        if options and options.get("force_fp16"):
+            entry.update(model=name[: -len("_fp16")], fp16=True)
+        entries.append(entry)
         print(f"{name}: {len(pte) / 1e6:.1f} MB")
 
     rel = os.path.relpath(args.out, ROOT)

@@ -1,9 +1,9 @@
 // Elementwise binary ops with broadcasting: out = a OP b. Float- or int-only bodies carry their dtype.
-// dtypes: f32 i32
-// variant binary_add: OP(a,b)=(a+T(p.alpha)*b)
-// variant binary_sub: OP(a,b)=(a-T(p.alpha)*b)
+// dtypes: f32 f16 i32
+// variant binary_add: OP(a,b)=(a+CT(p.alpha)*b)
+// variant binary_sub: OP(a,b)=(a-CT(p.alpha)*b)
 // variant binary_mul: OP(a,b)=(a*b)
-// variant binary_div(f32): OP(a,b)=(a/b)
+// variant binary_div(f32 f16): OP(a,b)=(a/b)
 // variant binary_div_trunc: OP(a,b)=div_trunc(a,b)
 // variant binary_div_floor: OP(a,b)=div_floor(a,b)
 // variant binary_minimum: OP(a,b)=minimum(a,b)
@@ -35,7 +35,7 @@ layout(set = 0, binding = 3) uniform Params {
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  T a, b;
+  CT a, b;
   if (p.same_shape != 0) {
     a = a_data[i];
     b = b_data[i];
@@ -43,5 +43,5 @@ void main() {
     a = a_data[strided_offset(i, p.rank, p.out_sizes, p.a_strides)];
     b = b_data[strided_offset(i, p.rank, p.out_sizes, p.b_strides)];
   }
-  out_data[i] = OP(a, b);
+  out_data[i] = T(OP(a, b));
 }

@@ -1,9 +1,9 @@
 // Elementwise op of a tensor with a scalar: out = x OP s (the .Scalar overloads), s = S.
-// dtypes: f32 i32
-// variant scalar_add: OP(a,b)=(a+T(p.alpha)*b)
-// variant scalar_sub: OP(a,b)=(a-T(p.alpha)*b)
+// dtypes: f32 f16 i32
+// variant scalar_add: OP(a,b)=(a+CT(p.alpha)*b)
+// variant scalar_sub: OP(a,b)=(a-CT(p.alpha)*b)
 // variant scalar_mul: OP(a,b)=(a*b)
-// variant scalar_div(f32): OP(a,b)=(a/b)
+// variant scalar_div(f32 f16): OP(a,b)=(a/b)
 // variant scalar_pow: OP(a,b)=power(a,b)
 // variant scalar_rpow: OP(a,b)=power(b,a)
 #version 450
@@ -31,5 +31,5 @@ layout(set = 0, binding = 2) uniform Params {
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  out_data[i] = OP(in_data[i], S);
+  out_data[i] = T(OP(CT(in_data[i]), S));
 }

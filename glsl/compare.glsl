@@ -1,6 +1,6 @@
 // Comparisons and logical ops with broadcasting: out (bool, as int 0/1) = a OP b.
 // The compare_scalar_* variants compare with a scalar in the parameters instead of b.
-// dtypes: f32 i32
+// dtypes: f32 f16 i32
 // variant compare_eq: OP(a,b)=(a==b)
 // variant compare_ne: OP(a,b)=(a!=b)
 // variant compare_lt: OP(a,b)=(a<b)
@@ -43,11 +43,11 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  T a, b;
+  CT a, b;
 #if SCALAR
   a = a_data[i];
 #if IS_FLOAT
-  b = p.scalar;
+  b = CT(T(p.scalar));  // the scalar in the tensor's dtype, as torch compares
 #else
   b = p.int_scalar;
 #endif

@@ -4,15 +4,16 @@
 // TOW columns. Weight layout [OC, IC / groups, KH, KW] as PyTorch has it.
 // variant conv2d: TOC=4 TOW=4
 // variant conv2d_dw: TOC=1 TOW=4
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
-layout(set = 0, binding = 2) readonly buffer Weight { float w_data[]; };
-layout(set = 0, binding = 3) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
+layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 4) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;
@@ -71,7 +72,7 @@ void main() {
     const float b = p.has_bias != 0 ? bias_data[oc] : 0.0;
     const int obase = ((n * p.OC + oc) * p.OH + oh) * p.OW;
     for (int t = 0; t < TOW; ++t) {
-      if (ow0 + t < p.OW) out_data[obase + ow0 + t] = acc[j][t] + b;
+      if (ow0 + t < p.OW) out_data[obase + ow0 + t] = T(acc[j][t] + b);
     }
   }
 }

@@ -3,14 +3,16 @@
 // where X is the im2col matrix of the input, gathered on the fly into shared
 // memory (never materialized). Each workgroup computes a 64-channel x 64-pixel
 // tile, each invocation 4 x 4 outputs; K advances in steps of BK.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
-layout(set = 0, binding = 2) readonly buffer Weight { float w_data[]; };
-layout(set = 0, binding = 3) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
+layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 4) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;
@@ -91,7 +93,7 @@ void main() {
     const float b = p.has_bias != 0 ? bias_data[c] : 0.0;
     for (int j = 0; j < 4; ++j) {
       const int pix = pix0 + int(tx + j * gl_WorkGroupSize.x);
-      if (pix < npix) out_data[(n * p.OC + c) * npix + pix] = acc[i][j] + b;
+      if (pix < npix) out_data[(n * p.OC + c) * npix + pix] = T(acc[i][j] + b);
     }
   }
 }

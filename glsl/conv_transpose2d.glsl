@@ -2,15 +2,16 @@
 // out[n, oc, oh, ow] sums in[n, ic, ih, iw] * w[ic, oc % ocpg, kh, kw] over the
 // (ih, kh) with ih * stride + kh * dil - pad == oh (same along w).
 // Weight layout [IC, OC / groups, KH, KW] as PyTorch has it.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
-layout(set = 0, binding = 2) readonly buffer Weight { float w_data[]; };
-layout(set = 0, binding = 3) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
+layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 4) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;
@@ -46,10 +47,10 @@ void main() {
       if (iw >= p.W) continue;
       for (int icl = 0; icl < p.icpg; ++icl) {
         const int ic = g * p.icpg + icl;
-        acc = fma(in_data[((n * p.C + ic) * p.H + ih) * p.W + iw],
-                  w_data[(ic * p.ocpg + ocl) * ksize + kh * p.KW + kw], acc);
+        acc = fma(float(in_data[((n * p.C + ic) * p.H + ih) * p.W + iw]),
+                  float(w_data[(ic * p.ocpg + ocl) * ksize + kh * p.KW + kw]), acc);
       }
     }
   }
-  out_data[i] = acc;
+  out_data[i] = T(acc);
 }

@@ -1,4 +1,4 @@
-// dtypes: f32 i32
+// dtypes: f32 f16 i32
 // out[i] = start + i * step: full and full_like (step 0), arange, scalar_tensor.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -18,7 +18,7 @@ void main() {
   const int i = int(flat_index());
   if (i >= p.numel) return;
 #if IS_FLOAT
-  out_data[i] = p.fstart + float(i) * p.fstep;
+  out_data[i] = T(p.fstart + float(i) * p.fstep);
 #else
   out_data[i] = p.istart + i * p.istep;
 #endif

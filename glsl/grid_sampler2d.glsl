@@ -1,14 +1,15 @@
 // grid_sampler_2d: out[n, c, h, w] samples input[n, c] at grid[n, h, w] = (x, y)
 // in [-1, 1]; bilinear or nearest; zeros, border or reflection padding.
 // One invocation per output element.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
-layout(set = 0, binding = 2) readonly buffer Grid { float grid_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 2) readonly buffer Grid { T grid_data[]; };
 layout(set = 0, binding = 3) uniform Params {
   int total, C, H, W;
   int OH, OW, nearest, padding_mode;  // padding 0 zeros, 1 border, 2 reflection
@@ -53,12 +54,12 @@ void main() {
   const float y = source_index(grid_data[g + 1], p.H);
   const int base = (n * p.C + c) * p.H * p.W;
   if (p.nearest != 0) {
-    out_data[i] = at(base, int(roundEven(y)), int(roundEven(x)));
+    out_data[i] = T(at(base, int(roundEven(y)), int(roundEven(x))));
     return;
   }
   const float x0 = floor(x), y0 = floor(y);
   const float fx = x - x0, fy = y - y0;
   const int ix = int(x0), iy = int(y0);
-  out_data[i] = at(base, iy, ix) * (1.0 - fx) * (1.0 - fy) + at(base, iy, ix + 1) * fx * (1.0 - fy) +
-                at(base, iy + 1, ix) * (1.0 - fx) * fy + at(base, iy + 1, ix + 1) * fx * fy;
+  out_data[i] = T(at(base, iy, ix) * (1.0 - fx) * (1.0 - fy) + at(base, iy, ix + 1) * fx * (1.0 - fy) +
+                  at(base, iy + 1, ix) * (1.0 - fx) * fy + at(base, iy + 1, ix + 1) * fx * fy);
 }

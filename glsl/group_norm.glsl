@@ -1,18 +1,19 @@
 // native_group_norm: one workgroup per (n, group), whose C / groups * HxW
 // elements are contiguous; two passes (mean, then variance around it). Writes
 // mean and rstd per (n, group) and the per-channel affine output.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 #include "workgroup_reduce.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) writeonly buffer Mean { float mean_data[]; };
-layout(set = 0, binding = 2) writeonly buffer Rstd { float rstd_data[]; };
-layout(set = 0, binding = 3) readonly buffer In { float in_data[]; };
-layout(set = 0, binding = 4) readonly buffer Weight { float weight_data[]; };
-layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) writeonly buffer Mean { T mean_data[]; };
+layout(set = 0, binding = 2) writeonly buffer Rstd { T rstd_data[]; };
+layout(set = 0, binding = 3) readonly buffer In { T in_data[]; };
+layout(set = 0, binding = 4) readonly buffer Weight { T weight_data[]; };
+layout(set = 0, binding = 5) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 6) uniform Params {
   int rows;   // N * groups
   int D;      // C / groups * HxW
@@ -46,10 +47,10 @@ void main() {
     float y = (in_data[base + d] - mean) * rstd;
     if (p.has_weight != 0) y *= weight_data[c];
     if (p.has_bias != 0) y += bias_data[c];
-    out_data[base + d] = y;
+    out_data[base + d] = T(y);
   }
   if (t == 0) {
-    mean_data[row] = mean;
-    rstd_data[row] = rstd;
+    mean_data[row] = T(mean);
+    rstd_data[row] = T(rstd);
   }
 }

@@ -1,4 +1,4 @@
-// dtypes: f32 i32
+// dtypes: f32 f16 i32
 // variant index_gather1: NIDX=1
 // variant index_gather2: NIDX=2
 // variant index_gather3: NIDX=3

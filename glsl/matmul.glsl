@@ -3,14 +3,16 @@
 // A, B and bias are addressed through strides, so one kernel serves mm, bmm,
 // addmm and linear (whose weight [N, K] is B with strides (1, K)).
 // Each workgroup computes a (4*WX) x (4*WY) tile; each invocation 4 x 4 outputs.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer A { float a_data[]; };
-layout(set = 0, binding = 2) readonly buffer B { float b_data[]; };
-layout(set = 0, binding = 3) readonly buffer Bias { float bias_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
+layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
+layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 4) uniform Params {
   int M, N, K, batch;
   int a_sb, a_sm, a_sk, b_sb;
@@ -81,7 +83,7 @@ void main() {
       if (p.has_bias != 0) {
         v += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + n * p.bias_sn];
       }
-      out_data[b * p.c_sb + m * p.N + n] = v;
+      out_data[b * p.c_sb + m * p.N + n] = T(v);
     }
   }
 }

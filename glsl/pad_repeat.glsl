@@ -1,4 +1,4 @@
-// dtypes: f32 i32
+// dtypes: f32 f16 i32
 // variant constant_pad: PAD=1
 // variant repeat: PAD=0
 // Each output coordinate maps to an input coordinate per dim:
@@ -38,7 +38,7 @@ void main() {
     const int ic = c - DIM(p.before, d);
     if (ic < 0 || ic >= n) {
 #if IS_FLOAT
-      out_data[i] = p.fvalue;
+      out_data[i] = T(p.fvalue);
 #else
       out_data[i] = p.ivalue;
 #endif

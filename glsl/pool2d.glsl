@@ -3,18 +3,19 @@
 // variant max_pool2d: MAX_POOL=1
 // variant avg_pool2d: AVG_POOL=1
 // variant adaptive_avg_pool2d: ADAPTIVE_AVG=1
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 #ifdef MAX_POOL
 layout(set = 0, binding = 1) writeonly buffer Indices { int indices_data[]; };
-layout(set = 0, binding = 2) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 2) readonly buffer In { T in_data[]; };
 #define PARAMS_BINDING 3
 #else
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 #define PARAMS_BINDING 2
 #endif
 layout(set = 0, binding = PARAMS_BINDING) uniform Params {
@@ -49,7 +50,7 @@ void main() {
       }
     }
   }
-  out_data[i] = m;
+  out_data[i] = T(m);
   indices_data[i] = arg;
 #elif defined(AVG_POOL)
   int hs = oh * p.stride_h - p.pad_h, ws = ow * p.stride_w - p.pad_w;
@@ -64,13 +65,13 @@ void main() {
     for (int w = ws; w < we; ++w) s += in_data[base + h * p.W + w];
   const int divisor = p.divisor_override != 0 ? p.divisor_override
                       : p.count_include_pad != 0 ? pool_size : (he - hs) * (we - ws);
-  out_data[i] = s / float(divisor);
+  out_data[i] = T(s / float(divisor));
 #else
   const int hs = (oh * p.H) / p.OH, he = ((oh + 1) * p.H + p.OH - 1) / p.OH;
   const int ws = (ow * p.W) / p.OW, we = ((ow + 1) * p.W + p.OW - 1) / p.OW;
   float s = 0.0;
   for (int h = hs; h < he; ++h)
     for (int w = ws; w < we; ++w) s += in_data[base + h * p.W + w];
-  out_data[i] = s / float((he - hs) * (we - ws));
+  out_data[i] = T(s / float((he - hs) * (we - ws)));
 #endif
 }

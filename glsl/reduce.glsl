@@ -1,14 +1,14 @@
 // Reductions over any set of dims. The input is viewed as kept dims x reduced dims
 // (each a strided index space of up to rank 8); one workgroup reduces the reduced
 // elements of one output element with a shared-memory tree.
-// dtypes: f32 i32
+// dtypes: f32 f16 i32
 // variant reduce_sum: OP=0
-// variant reduce_mean(f32): OP=0 MEAN=1
+// variant reduce_mean(f32 f16): OP=0 MEAN=1
 // variant reduce_amax: OP=1
 // variant reduce_amin: OP=2
 // variant reduce_argmax: OP=1 ARG=1
 // variant reduce_argmin: OP=2 ARG=1
-// variant reduce_var(f32): OP=0 VAR=1
+// variant reduce_var(f32 f16): OP=0 VAR=1
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -37,7 +37,7 @@ layout(set = 0, binding = 2) uniform Params {
   int pad2;
 } p;
 
-shared T partial[gl_WorkGroupSize.x];
+shared CT partial[gl_WorkGroupSize.x];
 shared int partial_index[gl_WorkGroupSize.x];
 
 #if IS_FLOAT
@@ -51,7 +51,7 @@ const int kInit[3] = int[3](0, -2147483647 - 1, 2147483647);
 // Whether (v, i) wins over (w, j) for max (OP 1) or min (OP 2): NaN wins (torch
 // propagates it), then the larger (smaller) value, then the first index. Index
 // -1 marks an empty slot.
-bool beats(T v, int i, T w, int j) {
+bool beats(CT v, int i, CT w, int j) {
   if (j < 0) return true;
   if (i < 0) return false;
   if (IS_NAN(v) || IS_NAN(w)) return IS_NAN(v) && (!IS_NAN(w) || i < j);
@@ -60,7 +60,7 @@ bool beats(T v, int i, T w, int j) {
 }
 
 // Reduces (v, i) over the workgroup; the result is in partial[0], partial_index[0].
-void tree(T v, int i) {
+void tree(CT v, int i) {
   const uint t = gl_LocalInvocationID.x;
   partial[t] = v;
   partial_index[t] = i;
@@ -87,10 +87,10 @@ void main() {
   const int t = int(gl_LocalInvocationID.x);
   const int n = int(gl_WorkGroupSize.x);
 
-  T acc = kInit[OP];
+  CT acc = kInit[OP];
   int acc_index = -1;
   for (int r = t; r < p.red_numel; r += n) {
-    T v = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)];
+    CT v = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)];
 #if OP == 0
     acc += v;
 #else
@@ -116,9 +116,9 @@ void main() {
 #if ARG
     out_data[o] = max(partial_index[0], 0);
 #elif MEAN || VAR
-    out_data[o] = partial[0] / p.divisor;
+    out_data[o] = T(partial[0] / p.divisor);
 #else
-    out_data[o] = partial[0];
+    out_data[o] = T(partial[0]);
 #endif
   }
 }

@@ -9,6 +9,7 @@
 // whose keys are all masked gives zeros (as PyTorch does).
 // Tensors are contiguous: q [rows, E], k [kv rows, S, E], v [kv rows, S, Ev].
 // The mask (float added, bool keeps where true) broadcasts with strides.
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -17,12 +18,12 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define MAX_E 256
 #define ACC_PER_INVOCATION 4  // Ev <= 4 * workgroup size (the host checks)
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer Q { float q_data[]; };
-layout(set = 0, binding = 2) readonly buffer K { float k_data[]; };
-layout(set = 0, binding = 3) readonly buffer V { float v_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
+layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
+layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
 #if MASK == 1
-layout(set = 0, binding = 4) readonly buffer Mask { float mask_data[]; };
+layout(set = 0, binding = 4) readonly buffer Mask { T mask_data[]; };
 #elif MASK == 2
 layout(set = 0, binding = 4) readonly buffer Mask { int mask_data[]; };
 #endif
@@ -119,6 +120,6 @@ void main() {
   for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
     const int d = t + a * n;
     if (d >= p.Ev) break;
-    out_data[row * p.Ev + d] = acc[a] * inv_l;
+    out_data[row * p.Ev + d] = T(acc[a] * inv_l);
   }
 }

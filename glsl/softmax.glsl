@@ -2,14 +2,15 @@
 // one workgroup reduces one (outer, inner) row of D elements with stride inner.
 // variant softmax: LOG_SOFTMAX=0
 // variant log_softmax: LOG_SOFTMAX=1
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 #include "workgroup_reduce.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) uniform Params {
   int rows;   // outer * inner
   int D;
@@ -27,16 +28,16 @@ void main() {
   const int n = int(gl_WorkGroupSize.x);
 
   float m = -1.0 / 0.0;
-  for (int d = t; d < p.D; d += n) m = max(m, in_data[base + d * p.inner]);
+  for (int d = t; d < p.D; d += n) m = max(m, float(in_data[base + d * p.inner]));
   m = workgroup_max(m);
   float s = 0.0;
   for (int d = t; d < p.D; d += n) s += exp(in_data[base + d * p.inner] - m);
   s = workgroup_sum(s);
 #if LOG_SOFTMAX
   const float log_s = log(s);
-  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = in_data[base + d * p.inner] - m - log_s;
+  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = T(in_data[base + d * p.inner] - m - log_s);
 #else
   const float inv = 1.0 / s;
-  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = exp(in_data[base + d * p.inner] - m) * inv;
+  for (int d = t; d < p.D; d += n) out_data[base + d * p.inner] = T(exp(in_data[base + d * p.inner] - m) * inv);
 #endif
 }

@@ -1,31 +1,31 @@
-// Elementwise unary ops and activations: out = F(x). Float-only bodies carry (f32).
-// dtypes: f32 i32
+// Elementwise unary ops and activations: out = F(x). Float-only bodies carry (f32 f16).
+// dtypes: f32 f16 i32
 // variant unary_relu: F(x)=(x<T(0)?T(0):x)
 // variant unary_neg: F(x)=(-x)
 // variant unary_abs: F(x)=abs(x)
 // variant unary_sign: F(x)=sign_nan(x)
 // variant unary_clamp: F(x)=clamp_nan(x)
 // variant unary_bitwise_not(i32): F(x)=(~x)
-// variant unary_sigmoid(f32): F(x)=sigmoid(x)
-// variant unary_tanh(f32): F(x)=safe_tanh(x)
-// variant unary_gelu(f32): F(x)=gelu_erf(x)
-// variant unary_gelu_tanh(f32): F(x)=gelu_tanh(x)
-// variant unary_exp(f32): F(x)=exp(x)
-// variant unary_log(f32): F(x)=safe_log(x)
-// variant unary_log10(f32): F(x)=(safe_log(x)*0.43429448190325182)
-// variant unary_sqrt(f32): F(x)=safe_sqrt(x)
-// variant unary_rsqrt(f32): F(x)=(1.0/safe_sqrt(x))
-// variant unary_reciprocal(f32): F(x)=(1.0/x)
-// variant unary_sin(f32): F(x)=sin(x)
-// variant unary_cos(f32): F(x)=cos(x)
-// variant unary_round(f32): F(x)=roundEven(x)
-// variant unary_erf(f32): F(x)=erf_approx(x)
-// variant unary_silu(f32): F(x)=(x*sigmoid(x))
-// variant unary_hardswish(f32): F(x)=(x*hard_sigmoid(x))
-// variant unary_hardsigmoid(f32): F(x)=hard_sigmoid(x)
-// variant unary_leaky_relu(f32): F(x)=(x>0.0?x:x*p.a)
-// variant unary_softplus(f32): F(x)=softplus(x)
-// variant unary_elu(f32): F(x)=elu(x)
+// variant unary_sigmoid(f32 f16): F(x)=sigmoid(x)
+// variant unary_tanh(f32 f16): F(x)=safe_tanh(x)
+// variant unary_gelu(f32 f16): F(x)=gelu_erf(x)
+// variant unary_gelu_tanh(f32 f16): F(x)=gelu_tanh(x)
+// variant unary_exp(f32 f16): F(x)=exp(x)
+// variant unary_log(f32 f16): F(x)=safe_log(x)
+// variant unary_log10(f32 f16): F(x)=(safe_log(x)*0.43429448190325182)
+// variant unary_sqrt(f32 f16): F(x)=safe_sqrt(x)
+// variant unary_rsqrt(f32 f16): F(x)=(1.0/safe_sqrt(x))
+// variant unary_reciprocal(f32 f16): F(x)=(1.0/x)
+// variant unary_sin(f32 f16): F(x)=sin(x)
+// variant unary_cos(f32 f16): F(x)=cos(x)
+// variant unary_round(f32 f16): F(x)=roundEven(x)
+// variant unary_erf(f32 f16): F(x)=erf_approx(x)
+// variant unary_silu(f32 f16): F(x)=(x*sigmoid(x))
+// variant unary_hardswish(f32 f16): F(x)=(x*hard_sigmoid(x))
+// variant unary_hardsigmoid(f32 f16): F(x)=hard_sigmoid(x)
+// variant unary_leaky_relu(f32 f16): F(x)=(x>0.0?x:x*p.a)
+// variant unary_softplus(f32 f16): F(x)=softplus(x)
+// variant unary_elu(f32 f16): F(x)=elu(x)
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -99,6 +99,6 @@ int sign_nan(int x) { return sign(x); }
 void main() {
   int i = int(flat_index());
   if (i >= p.numel) return;
-  T x = in_data[i];
-  out_data[i] = F(x);
+  CT x = CT(in_data[i]);
+  out_data[i] = T(F(x));
 }

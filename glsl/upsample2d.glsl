@@ -3,13 +3,14 @@
 // compute_scales_value / area_pixel_compute_scale do.
 // variant upsample_nearest2d: NEAREST=1
 // variant upsample_bilinear2d: BILINEAR=1
+// dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { float in_data[]; };
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) uniform Params {
   int total, H, W, OH;
   int OW, align_corners, pad0, pad1;
@@ -25,7 +26,7 @@ void main() {
 #ifdef NEAREST
   const int h = min(int(floor(float(oh) * p.scale_h)), p.H - 1);
   const int w = min(int(floor(float(ow) * p.scale_w)), p.W - 1);
-  out_data[i] = in_data[base + h * p.W + w];
+  out_data[i] = T(in_data[base + h * p.W + w]);
 #else
   float sh, sw;
   if (p.align_corners != 0) {
@@ -40,6 +41,6 @@ void main() {
   const float lh = sh - float(h0), lw = sw - float(w0);
   const float top = (1.0 - lw) * in_data[base + h0 * p.W + w0] + lw * in_data[base + h0 * p.W + w1];
   const float bottom = (1.0 - lw) * in_data[base + h1 * p.W + w0] + lw * in_data[base + h1 * p.W + w1];
-  out_data[i] = (1.0 - lh) * top + lh * bottom;
+  out_data[i] = T((1.0 - lh) * top + lh * bottom);
 #endif
 }

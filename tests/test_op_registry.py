@@ -55,7 +55,7 @@ def test_lookup_gives_reasons():
         node.name: lookup(node) for node in program.graph.nodes if node.op == "call_function"
     }
     assert results["cumsum"] == (None, "aten.cumsum.default is not in the vkdelegate op registry")
-    assert results["add"] == (None, "input d is float64; add supports float32, int32, int64")
+    assert results["add"] == (None, "input d is float64; add supports float16, float32, int32, int64")
     entry, reason = results["relu"]
     assert entry.name == "relu" and reason is None
 

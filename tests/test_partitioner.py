@@ -99,9 +99,8 @@ def test_badly_typed_option_is_rejected():
         VulkanPartitioner({"require_dynamic_shapes": "yes"})
 
 
-def test_force_fp16_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="force_fp16"):
-        VulkanPartitioner({"force_fp16": True})
+def test_force_fp16_is_accepted():
+    assert VulkanPartitioner({"force_fp16": True}).options["force_fp16"] is True
 
 
 class ReshapeMLP(torch.nn.Module):

@@ -140,6 +140,14 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         const int dt = static_cast<int>(t->dtype());
         if (dt < 0 || dt >= kNumDTypes) throw GraphError(where + ": unknown dtype " + std::to_string(dt));
         out.dtype = static_cast<DType>(dt);
+        if (out.dtype == DType::Float16 &&
+            !(ctx_.info().storage_16bit && ctx_.info().shader_float16)) {
+          throw GraphError(where + ": the graph has float16 tensors, but device '" +
+                           ctx_.info().name + "' lacks " +
+                           (ctx_.info().storage_16bit ? "shaderFloat16"
+                                                      : "storageBuffer16BitAccess") +
+                           " (lower the model in float32, without force_fp16)");
+        }
         if (!t->sizes()) throw GraphError(where + ": tensor without sizes");
         if (t->sizes()->size() > static_cast<uint32_t>(kMaxRank)) {
           throw GraphError(where + ": rank " + std::to_string(t->sizes()->size()) +

@@ -39,6 +39,8 @@ StorageType storage_type(DType t);
 size_t storage_size(DType t);
 // Suffix of the shader variant for this storage: "f32", "f16" or "i32".
 const char* storage_suffix(DType t);
+// float32 or float16: the float variants of a shader family.
+inline bool is_float_dtype(DType t) { return t == DType::Float32 || t == DType::Float16; }
 // n elements: graph dtype on the host <-> storage type on the GPU.
 void to_storage(DType t, const void* src, void* dst, size_t n);
 void from_storage(DType t, const void* src, void* dst, size_t n);

@@ -31,22 +31,23 @@ void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
   const bool has_scale = !g.is_null(a[6]);
   const double scale_arg = has_scale ? g.get_double(a[6]) : 0.0;
   const bool gqa = g.get_bool(a[7]);
-  for (int id : {q, k, v, out}) require_float(g, id);
+  require_float_same(g, {q, k, v, out});
   if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
   std::string shader = "sdpa";
+  if (mask >= 0 && is_float_dtype(g.tensor(mask).dtype)) require_float_same(g, {q, mask});
   std::vector<int> tensors{out, q, k, v};
   if (mask >= 0) {
     const DType md = g.tensor(mask).dtype;
-    if (md == DType::Float32) {
+    if (is_float_dtype(md)) {
       shader = "sdpa_float_mask";
     } else if (md == DType::Bool) {
       shader = "sdpa_bool_mask";
     } else {
-      g.fail(std::string("attn_mask must be float32 or bool, not ") + dtype_name(md));
+      g.fail(std::string("attn_mask must be float or bool, not ") + dtype_name(md));
     }
     tensors.push_back(mask);
   }
-  g.add_node(g.current_op(), shader, kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
     const Tensor& tq = g.tensor(q);
     const Tensor& tk = g.tensor(k);
     const Tensor& tv = g.tensor(v);
@@ -113,16 +114,14 @@ void add_rms_norm(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 5) g.fail("expected 4 arguments and 1 output");
   const int in = a[0], out = a[4];
   const int weight = g.is_null(a[2]) ? -1 : a[2];
-  for (int id : {in, out, weight}) {
-    if (id >= 0) require_float(g, id);
-  }
+  require_float_same(g, {in, out, weight});
   const IntList shape = g.get_int_list(a[1]);
   // PyTorch's default: the machine epsilon of the compute type.
   const float eps = g.is_null(a[3]) ? FLT_EPSILON : static_cast<float>(g.get_double(a[3]));
   const int64_t nd = static_cast<int64_t>(shape.size());
   const int64_t D = numel_of(shape);
   if (weight >= 0 && g.tensor(weight).numel() != D) g.fail("weight must have normalized_shape");
-  g.add_node(g.current_op(), "rms_norm", kRowLocal, {out, in, weight >= 0 ? weight : in},
+  g.add_node(g.current_op(), variant(g, "rms_norm", in), kRowLocal, {out, in, weight >= 0 ? weight : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                if (nd == 0 || nd > x.dim()) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");

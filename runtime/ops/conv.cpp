@@ -59,9 +59,7 @@ ConvShape conv_shape(ComputeGraph& g, const Tensor& x, const Tensor& w, int64_t 
 void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
   const int in = a[0], weight = a[1], bias = g.is_null(a[2]) ? -1 : a[2], out = a[9];
-  for (int id : {in, weight, bias, out}) {
-    if (id >= 0) require_float(g, id);
-  }
+  require_float_same(g, {in, weight, bias, out});
   const Tensor& x = g.tensor(in);
   const Tensor& w = g.tensor(weight);
   if (x.dim() != 3 && x.dim() != 4) {
@@ -94,7 +92,7 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
   const std::string shader = transposed ? "conv_transpose2d" : gemm ? "conv2d_gemm" : depthwise ? "conv2d_dw" : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  g.add_node(g.current_op(), shader, gemm ? kGemmLocal : kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
+  g.add_node(g.current_op(), variant(g, shader, in), gemm ? kGemmLocal : kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);

@@ -10,17 +10,17 @@ namespace vkd {
 
 namespace {
 
-bool is_float(ComputeGraph& g, int id) { return g.tensor(id).dtype == DType::Float32; }
+bool is_float(ComputeGraph& g, int id) { return is_float_dtype(g.tensor(id).dtype); }
 
-// Float32 and the dtypes stored as int32; `what` names the op's limits in errors.
+// Float32, float16 and the dtypes stored as int32; `what` names the op's limits in errors.
 enum class Types { Any, FloatOnly, IntOnly };
 
 void require_types(ComputeGraph& g, int id, Types types) {
   const DType dt = g.tensor(id).dtype;
   const bool is_int = storage_type(dt) == StorageType::I32;
-  const bool ok = types == Types::FloatOnly ? dt == DType::Float32
+  const bool ok = types == Types::FloatOnly ? is_float_dtype(dt)
                   : types == Types::IntOnly ? is_int
-                                            : dt == DType::Float32 || is_int;
+                                            : is_float_dtype(dt) || is_int;
   if (!ok) g.fail(std::string("dtype ") + dtype_name(dt) + " is not supported");
 }
 

@@ -272,7 +272,7 @@ void add_constant_pad(ComputeGraph& g, const std::vector<int>& a) {
   const double value = g.get_double(a.at(2));
   if (pad.size() % 2 != 0) g.fail("pad needs pairs of (before, after)");
   if (static_cast<int64_t>(pad.size()) > 2 * g.tensor(in).dim()) g.fail("pad has more pairs than the input has dims");
-  const bool is_float = g.tensor(out).dtype == DType::Float32;
+  const bool is_float = is_float_dtype(g.tensor(out).dtype);
   const int32_t ivalue = is_float ? 0 : int_fill(g, value);
   g.add_node(g.current_op(), variant(g, "constant_pad", out), kLocal1D, {out, in},
              [=](ComputeGraph& g, Node& node) {
@@ -371,7 +371,7 @@ struct FillParams {
 
 // out[i] = start + i * step, with sizes from `sizes_of` (run at every update).
 void add_fill(ComputeGraph& g, int out, double start, double step, std::function<Sizes(ComputeGraph&)> sizes_of) {
-  const bool is_float = g.tensor(out).dtype == DType::Float32;
+  const bool is_float = is_float_dtype(g.tensor(out).dtype);
   if (!is_float && storage_type(g.tensor(out).dtype) != StorageType::I32) {
     g.fail(std::string("filling ") + dtype_name(g.tensor(out).dtype) + " tensors is not supported");
   }

@@ -42,17 +42,15 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
 
 // ids: a, b, bias (or -1), out
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta) {
-  for (int id : ids) {
-    if (id >= 0) require_float(g, id);
-  }
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
+  require_float_same(g, {a, b, bias, out});
   // Tile size from the planned (largest) sizes.
   const Problem planned = shape(g, ids);
   const int64_t large_groups = ((planned.p.N + 63) / 64) * ((planned.p.M + 63) / 64) * planned.p.batch;
   const LocalSize local = large_groups >= kEnoughWorkgroups ? kLargeTiles : kSmallTiles;
   const uint32_t tile = local[0] * 4;
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  g.add_node(g.current_op(), "matmul", local, {out, a, b, bias >= 0 ? bias : a},
+  g.add_node(g.current_op(), variant(g, "matmul", a), local, {out, a, b, bias >= 0 ? bias : a},
              [ids, shape, alpha, beta, tile](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;

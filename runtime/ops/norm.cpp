@@ -18,9 +18,7 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 8) g.fail("expected 5 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[2]) ? -1 : a[2], bias = g.is_null(a[3]) ? -1 : a[3];
   const int out = a[5], mean = a[6], rstd = a[7];
-  for (int id : {in, out, mean, rstd, weight, bias}) {
-    if (id >= 0) require_float(g, id);
-  }
+  require_float_same(g, {in, out, mean, rstd, weight, bias});
   const IntList shape = g.get_int_list(a[1]);
   const float eps = static_cast<float>(g.get_double(a[4]));
   const int64_t rank = g.tensor(in).dim();
@@ -35,7 +33,7 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
   for (int id : {weight, bias}) {
     if (id >= 0 && g.tensor(id).numel() != D) g.fail("weight/bias must have normalized_shape");
   }
-  g.add_node(g.current_op(), "layer_norm", kNormLocal,
+  g.add_node(g.current_op(), variant(g, "layer_norm", in), kNormLocal,
              {out, mean, rstd, in, weight >= 0 ? weight : in, bias >= 0 ? bias : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
@@ -65,16 +63,14 @@ void add_batch_norm(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 10) g.fail("expected 7 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
   const int mean = a[3], var = a[4], out = a[7], save_mean = a[8], save_rstd = a[9];
-  for (int id : {in, weight, bias, mean, var, out}) {
-    if (id >= 0) require_float(g, id);
-  }
+  require_float_same(g, {in, weight, bias, mean, var, out});
   const float eps = static_cast<float>(g.get_double(a[6]));
   if (g.tensor(in).dim() < 2) g.fail("batch norm needs an input of rank 2 or more");
   const int64_t C = g.tensor(in).sizes[1];
   for (int id : {weight, bias, mean, var}) {
     if (id >= 0 && g.tensor(id).numel() != C) g.fail("weight, bias and running stats must have one value per channel");
   }
-  g.add_node(g.current_op(), "batch_norm", kLocal1D,
+  g.add_node(g.current_op(), variant(g, "batch_norm", in), kLocal1D,
              {out, in, weight >= 0 ? weight : mean, bias >= 0 ? bias : mean, mean, var},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
@@ -100,9 +96,7 @@ void add_group_norm(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 11) g.fail("expected 8 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
   const int out = a[8], mean = a[9], rstd = a[10];
-  for (int id : {in, weight, bias, out, mean, rstd}) {
-    if (id >= 0) require_float(g, id);
-  }
+  require_float_same(g, {in, weight, bias, out, mean, rstd});
   const int64_t groups = g.get_int(a[6]);
   const float eps = static_cast<float>(g.get_double(a[7]));
   const Tensor& x0 = g.tensor(in);
@@ -112,7 +106,7 @@ void add_group_norm(ComputeGraph& g, const std::vector<int>& a) {
   for (int id : {weight, bias}) {
     if (id >= 0 && g.tensor(id).numel() != C) g.fail("weight and bias must have one value per channel");
   }
-  g.add_node(g.current_op(), "group_norm", kNormLocal,
+  g.add_node(g.current_op(), variant(g, "group_norm", in), kNormLocal,
              {out, mean, rstd, in, weight >= 0 ? weight : in, bias >= 0 ? bias : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);

@@ -35,6 +35,24 @@ inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) 
   }
 }
 
+// Float tensors of one dtype, float32 or float16 (for kernels with f16 variants, picked
+// with variant()); ids < 0 (absent) are skipped.
+inline void require_float_same(ComputeGraph& g, std::initializer_list<int> ids) {
+  int first = -1;
+  for (int id : ids) {
+    if (id < 0) continue;
+    if (!is_float_dtype(g.tensor(id).dtype)) {
+      g.fail(std::string("tensors of dtype ") + dtype_name(g.tensor(id).dtype) +
+             " are not supported here (float32 and float16 only)");
+    }
+    if (first < 0) first = id;
+    if (g.tensor(id).dtype != g.tensor(first).dtype) {
+      g.fail(std::string("mixed dtypes ") + dtype_name(g.tensor(first).dtype) + " and " +
+             dtype_name(g.tensor(id).dtype) + " are not supported");
+    }
+  }
+}
+
 inline int64_t normalize_dim(ComputeGraph& g, int64_t dim, int64_t rank) {
   const int64_t r = std::max<int64_t>(rank, 1);
   if (dim < -r || dim >= r) {

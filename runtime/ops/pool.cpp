@@ -50,12 +50,11 @@ void require_pool_input(ComputeGraph& g, const Tensor& x) {
 // outs: the outputs bound first; the input follows them.
 void add_pool(ComputeGraph& g, const std::string& shader, std::vector<int> outs, int in, Window win,
               bool count_include_pad, int64_t divisor_override, bool adaptive, std::pair<int64_t, int64_t> out_hw) {
-  require_float(g, in);
-  require_float(g, outs[0]);
+  require_float_same(g, {in, outs[0]});
   require_pool_input(g, g.tensor(in));
   std::vector<int> bound = outs;
   bound.push_back(in);
-  g.add_node(g.current_op(), shader, kLocal1D, bound, [=](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), variant(g, shader, in), kLocal1D, bound, [=](ComputeGraph& g, Node& node) {
     const Tensor& x = g.tensor(in);
     require_pool_input(g, x);
     const int64_t H = x.sizes[x.dim() - 2], W = x.sizes[x.dim() - 1];

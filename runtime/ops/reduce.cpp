@@ -39,7 +39,7 @@ enum class Divide { None, Count, CountLessCorrection };
 void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, IntList dims, bool keepdim,
                 Divide divide = Divide::None, double correction = 0.0) {
   const DType in_dt = g.tensor(in).dtype;
-  if (in_dt != DType::Float32 && storage_type(in_dt) != StorageType::I32) {
+  if (!is_float_dtype(in_dt) && storage_type(in_dt) != StorageType::I32) {
     g.fail(std::string("dtype ") + dtype_name(in_dt) + " is not supported");
   }
   reduced_dims(g, dims, g.tensor(in).dim());  // checks the dims now, not at the first execute
@@ -95,8 +95,7 @@ void require_same_storage(ComputeGraph& g, int in, int out) {
 }
 
 void require_float_in_out(ComputeGraph& g, int in, int out) {
-  require_float(g, in);
-  require_float(g, out);
+  require_float_same(g, {in, out});
 }
 
 using Args = std::vector<int>;

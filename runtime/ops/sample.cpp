@@ -48,9 +48,8 @@ float coordinate_scale(int64_t in, int64_t out, std::optional<double> scale, boo
 }
 
 void add_upsample(ComputeGraph& g, int in, int out, Resize r, bool bilinear, bool align_corners) {
-  require_float(g, in);
-  require_float(g, out);
-  g.add_node(g.current_op(), bilinear ? "upsample_bilinear2d" : "upsample_nearest2d", kLocal1D, {out, in},
+  require_float_same(g, {in, out});
+  g.add_node(g.current_op(), variant(g, bilinear ? "upsample_bilinear2d" : "upsample_nearest2d", in), kLocal1D, {out, in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                if (x.dim() != 4) g.fail("input must be [N, C, H, W], got " + sizes_str(x.sizes));
@@ -119,12 +118,12 @@ struct GridSamplerParams {
 // grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)
 void add_grid_sampler(ComputeGraph& g, const std::vector<int>& a) {
   const int in = a.at(0), grid = a.at(1), out = a.back();
-  for (int id : {in, grid, out}) require_float(g, id);
+  require_float_same(g, {in, grid, out});
   const int64_t mode = g.get_int(a.at(2)), padding = g.get_int(a.at(3));
   const bool align_corners = g.get_bool(a.at(4));
   if (mode != 0 && mode != 1) g.fail("interpolation mode " + std::to_string(mode) + " is not supported (bilinear and nearest only)");
   if (padding < 0 || padding > 2) g.fail("unknown padding mode " + std::to_string(padding));
-  g.add_node(g.current_op(), "grid_sampler2d", kLocal1D, {out, in, grid}, [=](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), variant(g, "grid_sampler2d", in), kLocal1D, {out, in, grid}, [=](ComputeGraph& g, Node& node) {
     const Tensor& x = g.tensor(in);
     const Tensor& gr = g.tensor(grid);
     if (x.dim() != 4 || gr.dim() != 4 || gr.sizes[3] != 2 || gr.sizes[0] != x.sizes[0]) {

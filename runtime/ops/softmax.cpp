@@ -14,12 +14,11 @@ constexpr LocalSize kSoftmaxLocal{64, 1, 1};
 // _softmax(self, dim, half_to_float)
 void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shader) {
   const int in = args.at(0), out = args.back();
-  require_float(g, in);
-  require_float(g, out);
+  require_float_same(g, {in, out});
   if (g.get_bool(args.at(2))) g.fail("half_to_float is not supported");
   const int64_t dim = g.get_int(args.at(1));
   normalize_dim(g, dim, g.tensor(in).dim());
-  g.add_node(g.current_op(), shader, kSoftmaxLocal, {out, in},
+  g.add_node(g.current_op(), variant(g, shader, in), kSoftmaxLocal, {out, in},
              [in, out, dim](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
                g.tensor(out).sizes = t.sizes;

@@ -68,7 +68,8 @@ struct ConvertParams {
 void add_to_copy(ComputeGraph& g, int in, int out) {
   const DType from = g.tensor(in).dtype, to = g.tensor(out).dtype;
   auto supported = [](DType t) {
-    return t == DType::Float32 || t == DType::Int32 || t == DType::Int64 || t == DType::Bool;
+    return t == DType::Float32 || t == DType::Float16 || t == DType::Int32 || t == DType::Int64 ||
+           t == DType::Bool;
   };
   if (!supported(from) || !supported(to)) {
     g.fail(std::string("dtype conversion ") + dtype_name(from) + " -> " + dtype_name(to) +

@@ -363,6 +363,12 @@ void Context::create() {
   info_.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   info_.timestamp_period_ns = p.limits.timestampPeriod;
   info_.shader_int64 = features2.features.shaderInt64;
+  // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
+  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
+    storage16.storageBuffer16BitAccess = VK_FALSE;
+    storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
+    float16int8.shaderFloat16 = VK_FALSE;
+  }
   info_.storage_16bit = storage16.storageBuffer16BitAccess;
   info_.shader_float16 = has_f16i8 && float16int8.shaderFloat16;
   info_.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct;
