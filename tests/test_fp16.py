@@ -40,7 +40,12 @@ def test_force_fp16_model_matches_fp32_eager(name):
     assert relative_error(out, ref) <= FP16_MODEL_RTOL
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+# model.half() lowers to the graphs force_fp16 makes; the largest models (resnet18/50,
+# vit_tiny) run only under force_fp16 above, to keep the suite's time in bounds.
+HALF_MODELS = ["llama", "mlp", "mobilenet_v2", "transformer_block", "unet"]
+
+
+@pytest.mark.parametrize("name", HALF_MODELS)
 def test_half_model_runs_in_fp16_and_matches_fp32_eager(name):
     model, inputs = MODELS[name]()
     with torch.no_grad():
