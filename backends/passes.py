@@ -14,9 +14,14 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+# qlinear family: torchao quantized linear/embedding into et_vk ops.
+from .torchao_fusion import fuse_torchao_quantized
+
 Pass = Callable[[ExportedProgram, Dict], None]
 
-PASSES: List[Pass] = []
+PASSES: List[Pass] = [
+    fuse_torchao_quantized,  # qlinear family
+]
 
 
 def run_passes(program: ExportedProgram, options: Dict) -> None:
