@@ -229,6 +229,15 @@ def _check_same_dtype(node: Node) -> Optional[str]:
     return None
 
 
+def _check_static_dim_step(node: Node) -> Optional[str]:
+    """slice/select: start, end and index may be symbolic, the dim and step may not."""
+    names = ("dim", "step") if "slice" in str(node.target) else ("dim",)
+    for name in names:
+        if isinstance(arg(node, name), Node):
+            return f"a symbolic {name} is not supported"
+    return None
+
+
 def _check_softplus(node: Node) -> Optional[str]:
     if arg(node, "beta") == 0:
         return "softplus beta must be nonzero"
@@ -542,6 +551,8 @@ def _select_samples() -> List[SampleCase]:
         SampleCase("rank5_dim3", _Call(lambda x: x.select(3, 0)), (_values(2, 3, 1, 5, 3),)),
         SampleCase("size1_dim", _Call(lambda x: x.select(1, 0)), (_values(7, 1, 13),)),
         SampleCase("int64_row", _Call(lambda x: x[3]), (_ints(7, 13),)),
+        # With dynamic shapes, the index is a SymInt.
+        SampleCase("middle_column", _Call(lambda x: x[:, x.shape[1] // 2]), (_values(7, 13),)),
     ]
 
 
@@ -555,6 +566,8 @@ def _slice_samples() -> List[SampleCase]:
         SampleCase("to_size1", _Call(lambda x: x[:, 4:5]), (_values(7, 13),)),
         # narrow exports as slice_copy.
         SampleCase("narrow", _Call(lambda x: x.narrow(1, 2, 3)), (_values(3, 7, 5),)),
+        # With dynamic shapes, start and end are SymInts.
+        SampleCase("second_half", _Call(lambda x: x[:, x.shape[1] // 2: x.shape[1] - 1]), (_values(7, 13),)),
     ]
 
 
@@ -1613,10 +1626,12 @@ REGISTRY = OpRegistry(
             dtypes=ANY_DTYPE,
             aliases_input=True,
         ),
-        OpEntry("select_copy", (aten.select_copy.int,), _select_samples, "Negative index allowed." + _INT_STORAGE,
-                dtypes=ANY_DTYPE),
+        OpEntry("select_copy", (aten.select_copy.int,), _select_samples,
+                "Negative index allowed; the index may be symbolic (dynamic shapes), the dim may not." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_static_dim_step, symint_args=True),
         OpEntry("slice_copy", (aten.slice_copy.Tensor,), _slice_samples,
-                "Positive steps; start/end may be negative." + _INT_STORAGE, dtypes=ANY_DTYPE),
+                "Positive steps; start/end may be negative, and symbolic (dynamic shapes); dim and step may not."
+                + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_static_dim_step, symint_args=True),
         OpEntry(
             "expand_copy",
             (aten.expand_copy.default,),
@@ -1842,7 +1857,8 @@ REGISTRY = OpRegistry(
             "index_select",
             (aten.index_select.default,),
             _index_select_samples,
-            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
+            "int32/int64 0-d or 1-D index; negative indices count from the end. Along dim 0, an input larger "
+            "than one binding's maxStorageBufferRange is read in windows of rows." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_index_select,
         ),
@@ -1858,7 +1874,8 @@ REGISTRY = OpRegistry(
             check=_check_index_tensor,
         ),
         OpEntry("embedding", (aten.embedding.default,), _embedding_samples,
-                "2-D weight; int32/int64 indices of any rank up to 7." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
+                "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_embedding),
         OpEntry("full", (aten.full.default,), _full_samples,
                 "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,

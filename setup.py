@@ -60,8 +60,13 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DVKDELEGATE_OUTPUT_DIR={out_dir}",
         ]
-        if os.environ.get("VKDELEGATE_GLSLC"):
-            args.append(f"-DVKDELEGATE_GLSLC={os.environ['VKDELEGATE_GLSLC']}")
+        # The glslc scripts/fetch_glslc.sh left in .glslc/ (it compiles the
+        # cooperative-matrix and integer-dot shaders), unless VKDELEGATE_GLSLC names one.
+        glslc = os.environ.get("VKDELEGATE_GLSLC")
+        if not glslc and os.access(ROOT / ".glslc" / "glslc", os.X_OK):
+            glslc = str(ROOT / ".glslc" / "glslc")
+        if glslc:
+            args.append(f"-DVKDELEGATE_GLSLC={glslc}")
         if shutil.which("ninja"):
             args.append("-GNinja")
         cmake = cmake_binary()
