@@ -98,3 +98,19 @@ def test_llama_int4_one_partition_matches_torchao(flow):
         # order in norms and attention) moves a few values to the next integer, and that
         # spreads through the layers; the outputs agree to well under a percent.
         assert relative_error(out, ref) < 5e-3
+
+
+DQ8A_CASES = S.fused_op_samples("vkd_linear_dq8a_qw") + S.linear_samples(True)[:3]
+
+
+@pytest.mark.parametrize("kernel", ["integer_dot", "plain_integer"])
+@pytest.mark.parametrize("case", DQ8A_CASES, ids=[c.case_id for c in DQ8A_CASES])
+def test_dq8a_kernels_match_reference(kernel, case, monkeypatch):
+    """Both dq8a kernels (the integer-dot one is taken where the device has it, as
+    lavapipe does) against the dequantize-then-float reference."""
+    if kernel == "plain_integer":
+        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
+    em = lower(case.module, case.inputs)
+    out = run_pte(em.to_executorch().buffer, case.inputs)[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out, case.module(*case.inputs), **TOLERANCES["matmul"])

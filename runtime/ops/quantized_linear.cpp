@@ -2,6 +2,10 @@
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
 // shaders (qlinear_rows.glsl, qlinear_tiled.glsl, qembedding.glsl).
+#include <cstdlib>
+#include <cstring>
+
+#include "../vk/pipeline.h"
 #include "op_utils.h"
 
 namespace vkd {
@@ -26,6 +30,18 @@ constexpr int64_t kCols = 4;
 constexpr LocalSize kRowsLocal{64, 1, 1};
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
+
+// The dq8a kernel: the packed integer dot product variant where the device has
+// shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
+// is set (to compare, or to test the plain integer kernel on such a device).
+std::string dq8a_shader(ComputeGraph& g) {
+  const char* off = std::getenv("VKDELEGATE_NO_INTEGER_DOT");
+  const bool disabled = off != nullptr && *off != 0 && std::strcmp(off, "0") != 0;
+  if (!disabled && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot") != nullptr) {
+    return "qlinear_dq8a_dot";
+  }
+  return "qlinear_dq8a_rows";
+}
 
 int64_t words_for(int64_t values, int64_t bits) {
   const int64_t per = 32 / bits;
@@ -102,7 +118,7 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
     }
   };
-  g.add_node(g.current_op(), dq8a ? "qlinear_dq8a_rows" : "qlinear_rows", kRowsLocal, tensors,
+  g.add_node(g.current_op(), dq8a ? dq8a_shader(g) : "qlinear_rows", kRowsLocal, tensors,
              [update](ComputeGraph& g, Node& node) { update(g, node, true); });
   if (!dq8a) {
     g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,
