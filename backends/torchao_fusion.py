@@ -28,6 +28,17 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
     et_vk = exir_ops.edge.et_vk
     packed_of: Dict[tuple, Node] = {}
 
+    targets = {**signature.inputs_to_parameters, **signature.inputs_to_buffers,
+               **signature.inputs_to_lifted_tensor_constants}
+
+    def zeros_needed(node):
+        """Symmetric quantization still exports zero points, all zero: leave them out."""
+        if node is None:
+            return None
+        target = targets[node.name]
+        value = program.state_dict.get(target, program.constants.get(target))
+        return node if value is None or bool(value.ne(0).any()) else None
+
     def is_constant(node):
         return node is None or (node.op == "placeholder" and node.name in constants)
 
@@ -50,7 +61,7 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
         if node.op != "call_function":
             continue
         fused = None
-        if torchao_ops._target_is(node, "aten.linear"):
+        if torchao_ops.is_op(node, "aten.linear"):
             pattern, activation, reason = match_linear(node)
             if pattern is None or not all(map(is_constant, (pattern.weight, pattern.scales, pattern.zeros))):
                 continue
@@ -58,15 +69,16 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
             op = et_vk.vkd_linear_qw.default
             if activation is not None:
                 x, op = activation.x, et_vk.vkd_linear_dq8a_qw.default
-            fused = add(op, (x, packed(pattern, node), pattern.scales, pattern.zeros, bias, pattern.bits,
-                             pattern.group_size), node)
-        elif torchao_ops._target_is(node, "aten.embedding"):
+            fused = add(op, (x, packed(pattern, node), pattern.scales, zeros_needed(pattern.zeros), bias,
+                             pattern.bits, pattern.group_size), node)
+        elif torchao_ops.is_op(node, "aten.embedding"):
             pattern, reason = match_embedding(node)
             if pattern is None or not all(map(is_constant, (pattern.weight, pattern.scales, pattern.zeros))):
                 continue
             indices = node.args[1]
             dim = pattern.weight.meta["val"].shape[1]
-            fused = add(et_vk.vkd_embedding_qw.default, (packed(pattern, node), pattern.scales, pattern.zeros,
+            fused = add(et_vk.vkd_embedding_qw.default, (packed(pattern, node), pattern.scales,
+                                                          zeros_needed(pattern.zeros),
                                                           indices, pattern.bits, pattern.group_size, dim), node)
         if fused is not None:
             node.replace_all_uses_with(fused)

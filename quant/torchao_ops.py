@@ -145,7 +145,7 @@ def is_constant_placeholder(node: Node) -> bool:
     return node.op == "placeholder" and type(node.meta.get("desc")).__name__ in _CONSTANT_DESCS
 
 
-def _target_is(node, name: str) -> bool:
+def is_op(node, name: str) -> bool:
     if not isinstance(node, Node) or node.op != "call_function":
         return False
     op = node.target if isinstance(node.target, torch._ops.OpOverload) else getattr(node.target, "_op", None)
@@ -175,7 +175,7 @@ class WeightPattern:
 
 def match_weight(dequant: Node) -> Tuple[Optional[WeightPattern], Optional[str]]:
     """A dequantize_affine of a constant int8 [N, K] weight with per-row groups along K."""
-    if not _target_is(dequant, "torchao.dequantize_affine"):
+    if not is_op(dequant, "torchao.dequantize_affine"):
         return None, "not a torchao.dequantize_affine"
     weight, block_size, scales, zeros = (_arg(dequant, i, n) for i, n in enumerate(
         ("input", "block_size", "scale", "zero_point")))
@@ -220,10 +220,10 @@ class ActivationPattern:
 
 
 def match_activation(dequant: Node) -> Tuple[Optional[ActivationPattern], Optional[str]]:
-    if not _target_is(dequant, "torchao.dequantize_affine"):
+    if not is_op(dequant, "torchao.dequantize_affine"):
         return None, "not a torchao.dequantize_affine"
     quantize = _arg(dequant, 0, "input")
-    if not _target_is(quantize, "torchao.quantize_affine"):
+    if not is_op(quantize, "torchao.quantize_affine"):
         return None, "the dequantized input is not a torchao.quantize_affine"
     x = _arg(quantize, 0, "input")
     xv = _val(x)
@@ -236,7 +236,7 @@ def match_activation(dequant: Node) -> Tuple[Optional[ActivationPattern], Option
     if not all(isinstance(item, Node) and item.target is operator.getitem for item in (qs, qz)):
         return None, "scale and zero point are not outputs of choose_qparams_affine"
     choose = qs.args[0]
-    if (not _target_is(choose, "torchao.choose_qparams_affine") or qz.args[0] is not choose
+    if (not is_op(choose, "torchao.choose_qparams_affine") or qz.args[0] is not choose
             or (qs.args[1], qz.args[1]) != (0, 1) or _arg(choose, 0, "input") is not x):
         return None, "scale and zero point are not choose_qparams_affine(x)"
     expected = dict(mapping_type="ASYMMETRIC", target_dtype=torch.int8, quant_min=ACT_QMIN, quant_max=ACT_QMAX)
@@ -268,7 +268,7 @@ def linear_parts(linear: Node):
 
 def match_linear(linear: Node):
     """(WeightPattern, ActivationPattern or None) if linear is fusable, else (None, None, reason)."""
-    if not _target_is(linear, "aten.linear"):
+    if not is_op(linear, "aten.linear"):
         return None, None, "not an aten.linear"
     x, weight, bias = linear_parts(linear)
     pattern, reason = match_weight(weight)
@@ -280,7 +280,7 @@ def match_linear(linear: Node):
     if xv is None or xv.dtype != torch.float32 or xv.dim() < 1 or xv.shape[-1] != _val(pattern.weight).shape[1]:
         return None, None, "the input must be float32 with K features"
     activation = None
-    if _target_is(x, "torchao.dequantize_affine"):
+    if is_op(x, "torchao.dequantize_affine"):
         activation, reason = match_activation(x)
         if activation is None:
             return None, None, f"quantized activation: {reason}"
@@ -288,7 +288,7 @@ def match_linear(linear: Node):
 
 
 def match_embedding(embedding: Node) -> Tuple[Optional[WeightPattern], Optional[str]]:
-    if not _target_is(embedding, "aten.embedding"):
+    if not is_op(embedding, "aten.embedding"):
         return None, "not an aten.embedding"
     pattern, reason = match_weight(_arg(embedding, 0, "weight"))
     if pattern is None:
@@ -305,7 +305,7 @@ def fusion_reason(dequant: Node) -> Optional[str]:
     if not dequant.users:
         return "the dequantized tensor is unused"
     for user in dequant.users:
-        if _target_is(user, "aten.linear"):
+        if is_op(user, "aten.linear"):
             x, weight, _ = linear_parts(user)
             if weight is dequant:
                 _, _, reason = match_linear(user)
@@ -313,7 +313,7 @@ def fusion_reason(dequant: Node) -> Optional[str]:
                 reason = _activation_reason(user)
             else:
                 reason = "used as a linear bias"
-        elif _target_is(user, "aten.embedding") and _arg(user, 0, "weight") is dequant:
+        elif is_op(user, "aten.embedding") and _arg(user, 0, "weight") is dequant:
             _, reason = match_embedding(user)
         else:
             reason = f"used by {op_name(user.target)}, not as a linear or embedding weight"
@@ -334,15 +334,15 @@ def activation_fusion_reason(node: Node) -> Optional[str]:
     activation) belongs to a pattern whose dequantize feeds only fusable linears."""
     dequant = node
     for _ in range(3):
-        if _target_is(dequant, "torchao.dequantize_affine"):
+        if is_op(dequant, "torchao.dequantize_affine"):
             break
         users = list(dequant.users)
         if not users:
             return "its result is unused"
         # choose -> getitem -> quantize -> dequantize: follow the first user chain.
-        dequant = next((u for u in users if _target_is(u, "torchao.quantize_affine")
-                        or _target_is(u, "torchao.dequantize_affine") or u.target is operator.getitem), users[0])
-    if not _target_is(dequant, "torchao.dequantize_affine"):
+        dequant = next((u for u in users if is_op(u, "torchao.quantize_affine")
+                        or is_op(u, "torchao.dequantize_affine") or u.target is operator.getitem), users[0])
+    if not is_op(dequant, "torchao.dequantize_affine"):
         return "it does not lead to a torchao.dequantize_affine"
     activation, reason = match_activation(dequant)
     if activation is None:
