@@ -68,10 +68,11 @@ class OpEntry:
     # Numerical kind, which picks the test tolerance against eager PyTorch:
     # "elementwise", "transcendental", "reduction" or "matmul".
     kind: str = "elementwise"
-    # False: a node of this op is never evaluated ahead of time just because its
-    # inputs are constants (the partitioner asks check instead); quantized weights
-    # must reach their fused op packed, not folded to float32.
-    foldable: bool = True
+    # A preprocess pass fuses every accepted node of this op into another op (check
+    # accepts only the patterns it fuses), so it never reaches the runtime, and the
+    # partitioner never folds it as a constant computation (quantized weights must
+    # reach their fused op packed, not folded to float32).
+    fused: bool = False
 
     @property
     def op_names(self) -> Tuple[str, ...]:
@@ -1962,15 +1963,15 @@ def _torchao_entries() -> List[OpEntry]:
                 "Only as the weight of a linear or embedding (IntxWeightOnlyConfig, "
                 "Int8DynamicActivationIntxWeightConfig), or a per-token int8 activation feeding such a linear; "
                 "fused into et_vk.vkd_linear_qw / vkd_linear_dq8a_qw / vkd_embedding_qw. " + _QSCHEMES,
-                dtypes=_QUANT_DTYPES, check=_qops.fusion_reason, foldable=False, kind="matmul"),
+                dtypes=_QUANT_DTYPES, check=_qops.fusion_reason, fused=True, kind="matmul"),
         OpEntry("torchao_quantize_affine", (torchao.quantize_affine.default,),
                 lambda: _qsamples.linear_samples(True)[:4],
                 "Only per-token int8 asymmetric activations of a fused vkd_linear_dq8a_qw.",
-                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, foldable=False, kind="matmul"),
+                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, fused=True, kind="matmul"),
         OpEntry("torchao_choose_qparams_affine", (torchao.choose_qparams_affine.default,),
                 lambda: _qsamples.linear_samples(True)[4:],
                 "Only per-token int8 asymmetric activations of a fused vkd_linear_dq8a_qw.",
-                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, foldable=False, kind="matmul"),
+                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, fused=True, kind="matmul"),
     ]
 
 
@@ -2005,4 +2006,4 @@ def aliasing_op_names() -> FrozenSet[str]:
 
 def registered_op_names() -> List[str]:
     """Every op name ("aten.add.Tensor", ...) the partitioner may put in a blob's chain."""
-    return [name for entry in REGISTRY for name in entry.op_names]
+    return [name for entry in REGISTRY if not entry.fused for name in entry.op_names]
