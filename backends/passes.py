@@ -14,12 +14,16 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+# ---- pt2e family: static int8 fusions
+from .q8ta_fusion import fuse_q8ta
+
 # qlinear family: torchao quantized linear/embedding into et_vk ops.
 from .torchao_fusion import fuse_torchao_quantized
 
 Pass = Callable[[ExportedProgram, Dict], None]
 
 PASSES: List[Pass] = [
+    fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
     fuse_torchao_quantized,  # qlinear family
 ]
 
