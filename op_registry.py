@@ -71,6 +71,11 @@ class OpEntry:
     # Numerical kind, which picks the test tolerance against eager PyTorch:
     # "elementwise", "transcendental", "reduction" or "matmul".
     kind: str = "elementwise"
+    # A preprocess pass fuses every accepted node of this op into another op (check
+    # accepts only the patterns it fuses), so it never reaches the runtime, and the
+    # partitioner never folds it as a constant computation (quantized weights must
+    # reach their fused op packed, not folded to float32).
+    fused: bool = False
 
     @property
     def op_names(self) -> Tuple[str, ...]:
@@ -2102,6 +2107,86 @@ REGISTRY = OpRegistry(
 
 
 # ----------------------------------------------------------------------------
+# qlinear family: torchao weight-only and dynamic-activation quantized linear and
+# quantized embedding, fused into et_vk ops by backends/torchao_fusion.py. The
+# torchao ops are accepted only inside patterns that the fusion pass rewrites.
+from vkdelegate.quant import torchao_ops as _qops  # noqa: E402  (defines the et_vk ops)
+from vkdelegate.quant import torchao_samples as _qsamples  # noqa: E402
+
+_QUANT_DTYPES = frozenset({torch.float32, torch.int8, torch.int32, torch.int64})
+_QSCHEMES = ("4-bit (packed 8 per int32 word, dequantized in the shader) or 8-bit signed weights, "
+             "per-group along K (group size a multiple of 8 for 4-bit, 4 for 8-bit) or per-row (PerAxis(0)); "
+             "symmetric or with int zero points; float32 scales.")
+
+
+def _check_fused_linear(node: Node) -> Optional[str]:
+    x, packed, scales, zeros, bias = (node.args + (None,) * 5)[:5]
+    bits, group_size = node.args[5], node.args[6]
+    if bits not in (4, 8):
+        return f"bits={bits}: only 4 and 8 are supported"
+    xv, pv = fake_tensor(x), fake_tensor(packed)
+    if pv is None or pv.dim() != 2 or pv.dtype != torch.int32:
+        return "the packed weight must be a 2-D int32 tensor"
+    k = xv.shape[-1] if xv is not None and xv.dim() >= 1 else None
+    if not isinstance(k, int) or group_size <= 0 or k % group_size or (group_size != k and group_size % (32 // bits)):
+        return f"group size {group_size} must divide K and be a multiple of {32 // bits} (or equal K)"
+    return None
+
+
+def _check_fused_embedding(node: Node) -> Optional[str]:
+    bits, group_size, dim = node.args[4], node.args[5], node.args[6]
+    if bits not in (4, 8):
+        return f"bits={bits}: only 4 and 8 are supported"
+    if group_size <= 0 or dim % group_size or (group_size != dim and group_size % (32 // bits)):
+        return f"group size {group_size} must divide {dim} and be a multiple of {32 // bits} (or equal it)"
+    return None
+
+
+def _torchao_entries() -> List[OpEntry]:
+    try:
+        import torchao.quantization.quant_primitives  # noqa: F401  (registers the torchao ops)
+    except ImportError:
+        return []
+    torchao = exir_ops.edge.torchao
+    return [
+        OpEntry("torchao_dequantize_affine", (torchao.dequantize_affine.default,),
+                lambda: _qsamples.linear_samples(False) + _qsamples.embedding_samples(),
+                "Only as the weight of a linear or embedding (IntxWeightOnlyConfig, "
+                "Int8DynamicActivationIntxWeightConfig), or a per-token int8 activation feeding such a linear; "
+                "fused into et_vk.vkd_linear_qw / vkd_linear_dq8a_qw / vkd_embedding_qw. " + _QSCHEMES,
+                dtypes=_QUANT_DTYPES, check=_qops.fusion_reason, fused=True, kind="matmul"),
+        OpEntry("torchao_quantize_affine", (torchao.quantize_affine.default,),
+                lambda: _qsamples.linear_samples(True)[:4],
+                "Only per-token int8 asymmetric activations of a fused vkd_linear_dq8a_qw.",
+                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, fused=True, kind="matmul"),
+        OpEntry("torchao_choose_qparams_affine", (torchao.choose_qparams_affine.default,),
+                lambda: _qsamples.linear_samples(True)[4:],
+                "Only per-token int8 asymmetric activations of a fused vkd_linear_dq8a_qw.",
+                dtypes=_QUANT_DTYPES, check=_qops.activation_fusion_reason, fused=True, kind="matmul"),
+    ]
+
+
+REGISTRY = OpRegistry(REGISTRY.entries + tuple(_torchao_entries()) + (
+    OpEntry("vkd_linear_qw", (exir_ops.edge.et_vk.vkd_linear_qw.default,),
+            lambda: _qsamples.fused_op_samples("vkd_linear_qw"),
+            "Weight-only quantized linear: x [..., K] float32 times dequantized weight [N, K], optional bias. "
+            + _QSCHEMES + " A GEMV kernel for M <= 4 rows, a tiled one above.",
+            dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
+    OpEntry("vkd_linear_dq8a_qw", (exir_ops.edge.et_vk.vkd_linear_dq8a_qw.default,),
+            lambda: _qsamples.fused_op_samples("vkd_linear_dq8a_qw"),
+            "Dynamic int8 activations (asymmetric, per token, quantized on the GPU inside the op) times "
+            "quantized weights, integer dot products accumulated in int32 per group. " + _QSCHEMES,
+            dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
+    OpEntry("vkd_embedding_qw", (exir_ops.edge.et_vk.vkd_embedding_qw.default,),
+            lambda: _qsamples.fused_op_samples("vkd_embedding_qw"),
+            "Quantized embedding: rows gathered and dequantized in the shader; int32/int64 indices of rank up "
+            "to 7. " + _QSCHEMES,
+            dtypes=_QUANT_DTYPES, check=_check_fused_embedding, kind="matmul"),
+))
+# ---------------------------------------------------------------------------- end qlinear family
+
+
+# ----------------------------------------------------------------------------
 # gguf family: linear on raw GGUF blocks (quant/gguf_linear.py, runtime/ops/gguf_linear.cpp)
 
 from vkdelegate.quant import gguf_linear as _gguf  # noqa: E402  (defines et_vk.vkd_linear_gguf)
@@ -2218,4 +2303,4 @@ def aliasing_op_names() -> FrozenSet[str]:
 
 def registered_op_names() -> List[str]:
     """Every op name ("aten.add.Tensor", ...) the partitioner may put in a blob's chain."""
-    return [name for entry in REGISTRY for name in entry.op_names]
+    return [name for entry in REGISTRY if not entry.fused for name in entry.op_names]

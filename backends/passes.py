@@ -16,11 +16,13 @@ from torch.export import ExportedProgram
 
 from .force_fp16 import force_fp16
 from .q8ta_fusion import fuse_q8ta
+from .torchao_fusion import fuse_torchao_quantized
 
 Pass = Callable[[ExportedProgram, Dict], None]
 
 PASSES: List[Pass] = [
     fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
+    fuse_torchao_quantized,  # qlinear: torchao dequantize -> linear | embedding into et_vk.vkd_*_qw
     force_fp16,  # fp16 family: last, so that it sees what the other passes made
 ]
 

@@ -21,7 +21,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import MICRO, work_rate  # noqa: E402
+from cases import MICRO, QUANT, work_rate  # noqa: E402
 from models import MODELS  # noqa: E402
 
 
@@ -117,6 +117,19 @@ def main():
                            torch=work_rate(unit, work, torch_ms / 1e3), ours_gpu_ms=ours_ms,
                            torch_ms=torch_ms, load_ms=ours["load_ms"], profile=ours["profile"])
                 row["ratio"] = row["ours"] / row["torch"]
+            elif case["kind"] == "quant":
+                # qlinear family: GB/s of weights read; PyTorch runs the float linear in fp16.
+                factory, _, _, _, our_bytes, torch_bytes = QUANT[name]
+                module, inputs = factory()
+                module = module.cuda().half().eval()
+                inputs = [x.cuda().half() for x in inputs]
+                with torch.no_grad():
+                    torch_ms = cuda_event_ms(lambda: module(*inputs), 50)
+                ours = run_runner(case["pte"], 20, profile=True)
+                ours_ms = ours["gpu_us"] / 1e3
+                row.update(unit="GB/s of weights, PyTorch fp16", ours=our_bytes / ours_ms / 1e6,
+                           torch=torch_bytes / torch_ms / 1e6, ours_gpu_ms=ours_ms, torch_ms=torch_ms,
+                           load_ms=ours["load_ms"], profile=ours["profile"], ratio=torch_ms / ours_ms)
             else:
                 module, inputs = MODELS[case.get("model", name)]()
                 module = module.cuda().eval()
@@ -154,7 +167,7 @@ def markdown(meta, rows):
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['name']} | error: {r['error'][:80]} | | | |")
-        elif r["kind"] == "micro":
+        elif r["kind"] in ("micro", "quant"):
             lines.append(f"| {r['name']} ({r['unit']}) | {r['ours']:.1f} | {r['torch']:.1f} | "
                          f"{r['ratio']:.2f}x | {r['load_ms']:.0f} |")
         else:
@@ -162,7 +175,7 @@ def markdown(meta, rows):
                          f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} |")
     lines.append("")
     lines.append("Kernel rows compare GPU time (our timestamp queries vs CUDA events; ratio > 1 is faster "
-                 "than PyTorch). Model rows: per-execute latency incl. host copies vs PyTorch with inputs on "
+                 "than PyTorch; quantized linears: ratio of GPU times). Model rows: per-execute latency incl. host copies vs PyTorch with inputs on "
                  "the GPU (ratio < 1 is faster than the CUDA graph).")
     return "\n".join(lines) + "\n"
 

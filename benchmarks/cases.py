@@ -62,5 +62,33 @@ MICRO = {
 }
 
 
+class Linear(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(k, n, bias=False)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def _int4_g32_bytes(k, n):
+    """Weight bytes a 4-bit group-32 linear reads: packed values and one float32 scale per group."""
+    return k * n // 2 + k * n // 32 * 4
+
+
+# qlinear family: quantized-weight linears. make_bundle.py quantizes the float module
+# with torchao (flow "weight_only": IntxWeightOnlyConfig; "8da": Int8DynamicActivationIntxWeightConfig;
+# symmetric, so no zero points) for our side; PyTorch runs the same float module in fp16.
+# name -> (factory of the float module and inputs, flow, bits, group size,
+#          weight bytes ours reads, weight bytes PyTorch's fp16 linear reads)
+QUANT = {
+    "linear_int4_g32_4096x4096_m1": (lambda: (Linear(4096, 4096), (_f32(1, 4096),)), "weight_only", 4, 32,
+                                     _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
+    "linear_8da4w_g32_4096x4096_m1": (lambda: (Linear(4096, 4096), (_f32(1, 4096),)), "8da", 4, 32,
+                                      _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
+}
+
+
 def work_rate(unit, work, seconds):
     return work / seconds / (1e9 if unit == "GB/s" else 1e12)

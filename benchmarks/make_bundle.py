@@ -7,6 +7,7 @@ model definitions. Prints the command to run on the GPU machine.
     python benchmarks/make_bundle.py                      # micro-benchmarks + default models
     python benchmarks/make_bundle.py --models resnet18    # other models (bundles must stay < 64 MiB)
     python benchmarks/make_bundle.py --fp16-models resnet50  # fp16 rows (force_fp16), as NAME_fp16
+    python benchmarks/make_bundle.py --quant linear_8da4w_g32_4096x4096_m1   # other quantized linears
 """
 import argparse
 import json
@@ -22,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from cases import MICRO  # noqa: E402
+from cases import MICRO, QUANT  # noqa: E402
 from vkdelegate.examples.models import MODELS  # noqa: E402
 from vkdelegate.partitioner import VulkanPartitioner  # noqa: E402
 
@@ -40,9 +41,21 @@ def lower(module, inputs, options=None):
     return edge.to_executorch().buffer, delegates, on_cpu
 
 
+def _quantized_factory(name):
+    """The QUANT case's float module quantized with torchao, as make_bundle lowers it."""
+    def factory():
+        from vkdelegate.quant import torchao_samples as S
+        make, flow, bits, group_size, _, _ = QUANT[name]
+        module, inputs = make()
+        config = (S.weight_only_config if flow == "weight_only" else S.dynamic_activation_config)(bits, group_size)
+        return S.quantized(module, config), inputs
+    return factory
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", nargs="*", default=sorted(MICRO))
+    ap.add_argument("--quant", nargs="*", default=["linear_int4_g32_4096x4096_m1"])  # qlinear family
     ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
     # fp16 rows: lowered with force_fp16, compared with PyTorch CUDA running model.half().
     ap.add_argument("--fp16-models", nargs="*", default=["mobilenet_v2", "resnet18"])
@@ -65,6 +78,8 @@ def main():
     for name in args.micro:
         factory, _, _ = MICRO[name]
         cases.append(("micro", name, factory, None))
+    for name in args.quant:  # qlinear family: torchao-quantized linears
+        cases.append(("quant", name, _quantized_factory(name), None))
     for name in args.models:
         if name not in MODELS:
             print(f"skip model {name}: not in examples/models yet")

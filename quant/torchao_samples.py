@@ -1,0 +1,158 @@
+"""Sample cases of the torchao quantized flows (registry samples and tests).
+
+Importing this module does not import torchao; building the samples does.
+"""
+from typing import List, Optional, Tuple
+
+import torch
+
+from . import torchao_ops
+
+
+def _torchao():
+    import torchao.quantization as tq
+    from torchao.quantization.granularity import PerAxis, PerGroup
+    from torchao.utils import unwrap_tensor_subclass
+    return tq, PerAxis, PerGroup, unwrap_tensor_subclass
+
+
+def granularity(group_size: Optional[int]):
+    """PerGroup(group_size), or PerAxis(0) for None."""
+    _, PerAxis, PerGroup, _ = _torchao()
+    return PerAxis(0) if group_size is None else PerGroup(group_size)
+
+
+def weight_only_config(bits: int, group_size: Optional[int], asymmetric: bool = False):
+    tq, _, _, _ = _torchao()
+    mapping = tq.MappingType.ASYMMETRIC if asymmetric else tq.MappingType.SYMMETRIC
+    return tq.IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=granularity(group_size),
+                                   mapping_type=mapping)
+
+
+def dynamic_activation_config(bits: int, group_size: Optional[int], asymmetric: bool = False):
+    tq, _, _, _ = _torchao()
+    mapping = tq.MappingType.ASYMMETRIC if asymmetric else tq.MappingType.SYMMETRIC
+    return tq.Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, f"int{bits}"),
+                                                    weight_granularity=granularity(group_size),
+                                                    weight_mapping_type=mapping)
+
+
+def quantized(module: torch.nn.Module, config, embedding: bool = False) -> torch.nn.Module:
+    """module with torchao's quantize_(config) applied (to its Linear or, with embedding, its
+    Embedding layers) and tensor subclasses unwrapped for export."""
+    tq, _, _, unwrap = _torchao()
+    kind = torch.nn.Embedding if embedding else torch.nn.Linear
+    tq.quantize_(module, config, filter_fn=lambda mod, fqn: isinstance(mod, kind))
+    return unwrap(module).eval()
+
+
+def _linear(k, n, bias=True):
+    layer = torch.nn.Linear(k, n, bias=bias)
+    if bias:
+        torch.nn.init.normal_(layer.bias)
+    return layer
+
+
+# (case id, in features, out features, bias, bits, group size or None, asymmetric, input sizes)
+LINEAR_CASES: List[Tuple] = [
+    ("int4_g32_7x64_to_13", 64, 13, True, 4, 32, False, (7, 64)),
+    ("int4_g32_asym_no_bias_rank3", 64, 13, False, 4, 32, True, (2, 5, 64)),
+    ("int4_g64_gemv_m1", 128, 33, True, 4, 64, False, (1, 128)),
+    ("int4_g128_rank4", 256, 9, True, 4, 128, False, (2, 1, 3, 256)),
+    ("int4_g256_asym", 256, 7, True, 4, 256, True, (3, 256)),
+    ("int4_per_axis_odd_k33", 33, 7, True, 4, None, False, (5, 33)),
+    ("int8_per_axis_odd_k37_n13", 37, 13, True, 8, None, False, (4, 37)),
+    ("int8_g32_asym_m1", 96, 13, False, 8, 32, True, (1, 96)),
+]
+
+
+def linear_flows(dynamic_activation: bool):
+    """(case id, float module, quantized module, inputs) of each LINEAR_CASES row."""
+    import copy
+    torch.manual_seed(0)
+    make = dynamic_activation_config if dynamic_activation else weight_only_config
+    flows = []
+    for case_id, k, n, bias, bits, group, asym, sizes in LINEAR_CASES:
+        float_module = torch.nn.Sequential(_linear(k, n, bias)).eval()
+        module = quantized(copy.deepcopy(float_module), make(bits, group, asym))
+        flows.append((case_id, float_module, module, (torch.randn(sizes) * 2.0,)))
+    return flows
+
+
+def embedding_flows():
+    """(case id, float module, quantized module, inputs) of quantized embeddings."""
+    import copy
+    torch.manual_seed(0)
+    flows = []
+    for case_id, rows, dim, bits, group, asym, indices in (
+        ("int4_g32_10x64_rank2", 10, 64, 4, 32, False, torch.tensor([[1, 2, 9], [0, 0, 4]])),
+        ("int4_g32_asym_rank1", 17, 96, 4, 32, True, torch.tensor([16, 3, 3, 0, 7])),
+        ("int4_per_axis_odd_dim33", 9, 33, 4, None, False, torch.tensor([[[8], [2]]])),
+        ("int8_per_axis_odd_dim37", 5, 37, 8, None, True, torch.tensor([4, 1, 0])),
+    ):
+        float_module = torch.nn.Sequential(torch.nn.Embedding(rows, dim)).eval()
+        module = quantized(copy.deepcopy(float_module), weight_only_config(bits, group, asym), embedding=True)
+        flows.append((case_id, float_module, module, (indices,)))
+    return flows
+
+
+def linear_samples(dynamic_activation: bool):
+    from ..op_registry import SampleCase
+    return [SampleCase(case_id, module, inputs) for case_id, _, module, inputs in linear_flows(dynamic_activation)]
+
+
+def embedding_samples():
+    from ..op_registry import SampleCase
+    return [SampleCase(case_id, module, inputs) for case_id, _, module, inputs in embedding_flows()]
+
+
+class FusedCall(torch.nn.Module):
+    """Calls one of our et_vk ops with constant quantized weights (buffers)."""
+
+    def __init__(self, op, packed, scales, zeros, bias, bits, group_size, embedding_dim=None):
+        super().__init__()
+        self.op, self.bits, self.group_size, self.embedding_dim = op, bits, group_size, embedding_dim
+        self.register_buffer("packed", packed)
+        self.register_buffer("scales", scales)
+        self.register_buffer("zeros", zeros)
+        self.register_buffer("bias", bias)
+
+    def forward(self, x):
+        if self.embedding_dim is not None:
+            return self.op(self.packed, self.scales, self.zeros, x, self.bits, self.group_size, self.embedding_dim)
+        return self.op(x, self.packed, self.scales, self.zeros, self.bias, self.bits, self.group_size)
+
+
+def random_quantized_weight(rows, cols, bits, group_size, asymmetric):
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    groups = cols // group_size
+    q = torch.randint(lo, hi + 1, (rows, cols), dtype=torch.int8)
+    scales = torch.rand(rows, groups) * 0.1 + 0.01
+    zeros = torch.randint(lo, hi + 1, (rows, groups), dtype=torch.int8) if asymmetric else None
+    return torchao_ops.pack_weight(q, bits), scales, zeros
+
+
+def fused_op_samples(op_name: str):
+    """Direct calls of et_vk.<op_name> on random packed weights (odd K and N, groups dividing K)."""
+    from ..op_registry import SampleCase
+    torch.manual_seed(0)
+    op = getattr(torch.ops.et_vk, op_name).default
+    cases = []
+    if op_name == "vkd_embedding_qw":
+        for case_id, rows, dim, bits, group, asym, indices in (
+            ("int4_g16_asym", 11, 48, 4, 16, True, torch.tensor([[10, 0], [5, 5]])),
+            ("int8_odd_dim21", 7, 21, 8, 21, False, torch.tensor([6, 0, 2])),
+        ):
+            packed, scales, zeros = random_quantized_weight(rows, dim, bits, group, asym)
+            cases.append(SampleCase(case_id, FusedCall(op, packed, scales, zeros, None, bits, group, dim), (indices,)))
+        return cases
+    for case_id, k, n, bits, group, asym, bias, sizes in (
+        ("int4_k45_g15_n7_asym", 45, 7, 4, 45, True, True, (3, 45)),
+        ("int4_k64_g16_n33", 64, 33, 4, 16, False, False, (1, 64)),
+        ("int8_k39_g13_n5_rank3", 39, 5, 8, 39, True, True, (2, 3, 39)),
+        ("int8_k96_g24_n11", 96, 11, 8, 24, False, True, (17, 96)),
+    ):
+        packed, scales, zeros = random_quantized_weight(n, k, bits, group, asym)
+        b = torch.randn(n) if bias else None
+        cases.append(SampleCase(case_id, FusedCall(op, packed, scales, zeros, b, bits, group), (torch.randn(sizes),)))
+    return cases

@@ -1,0 +1,169 @@
+// Quantized linear and embedding of the qlinear family (et_vk.vkd_linear_qw,
+// vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
+// 32 / bits signed values per int32 word along K, and are dequantized in the
+// shaders (qlinear_rows.glsl, qlinear_tiled.glsl, qembedding.glsl).
+#include <cstdlib>
+#include <cstring>
+
+#include "../vk/pipeline.h"
+#include "op_utils.h"
+
+namespace vkd {
+
+namespace {
+
+struct QLinearParams {
+  int32_t M, N, K, words_per_row;
+  int32_t group_size, groups, bits, has_zeros;
+  int32_t has_bias, pad0, pad1, pad2;
+};
+
+struct QEmbeddingParams {
+  int32_t numel, dim, rows, words_per_row;
+  int32_t group_size, groups, bits, has_zeros;
+};
+
+// The rows kernel makes kRows x kCols outputs per workgroup of 64; the tiled
+// one (weight-only, more than kRows rows) 32 x 32 per (8, 8) workgroup.
+constexpr int64_t kRows = 4;
+constexpr int64_t kCols = 4;
+constexpr LocalSize kRowsLocal{64, 1, 1};
+constexpr LocalSize kTiledLocal{8, 8, 1};
+constexpr int64_t kTile = 32;
+
+// The dq8a kernel: the packed integer dot product variant where the device has
+// shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
+// is set (to compare, or to test the plain integer kernel on such a device).
+std::string dq8a_shader(ComputeGraph& g) {
+  const char* off = std::getenv("VKDELEGATE_NO_INTEGER_DOT");
+  const bool disabled = off != nullptr && *off != 0 && std::strcmp(off, "0") != 0;
+  if (!disabled && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot") != nullptr) {
+    return "qlinear_dq8a_dot";
+  }
+  return "qlinear_dq8a_rows";
+}
+
+int64_t words_for(int64_t values, int64_t bits) {
+  const int64_t per = 32 / bits;
+  return (values + per - 1) / per;
+}
+
+// Checks the packed weight [rows, words], scales and zeros against `cols`
+// values per row in groups of group_size; returns the number of groups per row.
+int64_t check_quantized_weight(ComputeGraph& g, int packed, int scales, int zeros, int64_t cols,
+                               int64_t bits, int64_t group_size) {
+  if (bits != 4 && bits != 8) g.fail("bits must be 4 or 8, not " + std::to_string(bits));
+  const Tensor& w = g.tensor(packed);
+  if (w.dtype != DType::Int32 || w.dim() != 2) g.fail("the packed weight must be a 2-D int32 tensor");
+  if (group_size <= 0 || cols % group_size != 0 || (group_size != cols && group_size % (32 / bits) != 0)) {
+    g.fail("group size " + std::to_string(group_size) + " must divide " + std::to_string(cols) +
+           " and be a multiple of " + std::to_string(32 / bits) + " (or equal it)");
+  }
+  if (w.sizes[1] != words_for(cols, bits)) {
+    g.fail("the packed weight " + sizes_str(w.sizes) + " does not hold " + std::to_string(cols) + " " +
+           std::to_string(bits) + "-bit values per row");
+  }
+  const int64_t groups = cols / group_size;
+  require_float(g, scales);
+  if (g.tensor(scales).numel() != w.sizes[0] * groups) g.fail("scales must hold one value per group");
+  if (zeros >= 0) {
+    const Tensor& z = g.tensor(zeros);
+    if (z.dtype != DType::Int8 && z.dtype != DType::Int32) g.fail("zero points must be int8 or int32");
+    if (z.numel() != w.sizes[0] * groups) g.fail("zero points must hold one value per group");
+  }
+  return groups;
+}
+
+// args: x, packed, scales, zeros?, bias?, bits, group_size, out
+void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a) {
+  const int x = a.at(0), packed = a.at(1), scales = a.at(2), out = a.back();
+  const int zeros = g.is_null(a.at(3)) ? -1 : a.at(3);
+  const int bias = g.is_null(a.at(4)) ? -1 : a.at(4);
+  const int64_t bits = g.get_int(a.at(5)), group_size = g.get_int(a.at(6));
+  require_float(g, x);
+  if (g.tensor(x).dim() < 1) g.fail("the input must have rank >= 1");
+  const int64_t K = g.tensor(x).sizes.back();
+  const int64_t N = g.tensor(packed).dim() == 2 ? g.tensor(packed).sizes[0] : 0;
+  const int64_t groups = check_quantized_weight(g, packed, scales, zeros, K, bits, group_size);
+  if (bias >= 0) {
+    require_float(g, bias);
+    if (g.tensor(bias).dim() != 1 || g.tensor(bias).sizes[0] != N) {
+      g.fail("bias must have sizes [" + std::to_string(N) + "]");
+    }
+  }
+  const std::vector<int> tensors = {out, x, packed, scales, zeros >= 0 ? zeros : scales, bias >= 0 ? bias : scales};
+  // Both kernels are recorded; each update dispatches the one for the current rows.
+  auto update = [=](ComputeGraph& g, Node& node, bool rows_kernel) {
+    const Tensor& in = g.tensor(x);
+    if (in.sizes.back() != K) g.fail("the input's last dim changed from " + std::to_string(K));
+    Sizes out_sizes = in.sizes;
+    out_sizes.back() = N;
+    g.tensor(out).sizes = out_sizes;
+    const int64_t M = K == 0 ? 0 : in.numel() / K;
+    QLinearParams p{};
+    p.M = static_cast<int32_t>(M), p.N = static_cast<int32_t>(N), p.K = static_cast<int32_t>(K);
+    p.words_per_row = static_cast<int32_t>(words_for(K, bits));
+    p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
+    p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0, p.has_bias = bias >= 0;
+    node.set_params(p);
+    const bool use_rows = dq8a || M <= kRows;
+    if (rows_kernel != use_rows || M == 0 || N == 0) {
+      node.groups = {0, 0, 0};
+    } else if (rows_kernel) {
+      const int64_t row_groups = (M + kRows - 1) / kRows;
+      if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * kRows) + " rows");
+      node.groups = {static_cast<uint32_t>((N + kCols - 1) / kCols), static_cast<uint32_t>(row_groups), 1};
+    } else {
+      if ((M + kTile - 1) / kTile > 65535) g.fail("more than " + std::to_string(65535 * kTile) + " rows");
+      node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
+    }
+  };
+  g.add_node(g.current_op(), dq8a ? dq8a_shader(g) : "qlinear_rows", kRowsLocal, tensors,
+             [update](ComputeGraph& g, Node& node) { update(g, node, true); });
+  if (!dq8a) {
+    g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, false); });
+  }
+}
+
+// args: packed, scales, zeros?, indices, bits, group_size, embedding_dim, out
+void add_quantized_embedding(ComputeGraph& g, const std::vector<int>& a) {
+  const int packed = a.at(0), scales = a.at(1), indices = a.at(3), out = a.back();
+  const int zeros = g.is_null(a.at(2)) ? -1 : a.at(2);
+  const int64_t bits = g.get_int(a.at(4)), group_size = g.get_int(a.at(5)), dim = g.get_int(a.at(6));
+  const int64_t groups = check_quantized_weight(g, packed, scales, zeros, dim, bits, group_size);
+  const DType idx = g.tensor(indices).dtype;
+  if (idx != DType::Int32 && idx != DType::Int64) g.fail("indices must be int32 or int64");
+  if (g.tensor(indices).dim() > 7) g.fail("indices of rank above 7 are not supported");
+  const int64_t rows = g.tensor(packed).sizes[0];
+  g.add_node(g.current_op(), "qembedding", kLocal1D, {out, packed, scales, zeros >= 0 ? zeros : scales, indices},
+             [=](ComputeGraph& g, Node& node) {
+               Sizes out_sizes = g.tensor(indices).sizes;
+               out_sizes.push_back(dim);
+               g.tensor(out).sizes = out_sizes;
+               QEmbeddingParams p{};
+               const int64_t numel = g.tensor(out).numel();
+               p.numel = static_cast<int32_t>(numel), p.dim = static_cast<int32_t>(dim);
+               p.rows = static_cast<int32_t>(rows), p.words_per_row = static_cast<int32_t>(words_for(dim, bits));
+               p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
+               p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0;
+               node.set_params(p);
+               node.set_groups_1d(numel, kLocal1D[0]);
+             });
+}
+
+}  // namespace
+
+VKD_REGISTER_OPS(register_quantized_linear_ops) {
+  register_op("et_vk.vkd_linear_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_quantized_linear(g, a, false);
+  });
+  register_op("et_vk.vkd_linear_dq8a_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_quantized_linear(g, a, true);
+  });
+  register_op("et_vk.vkd_embedding_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+    add_quantized_embedding(g, a);
+  });
+}
+
+}  // namespace vkd
