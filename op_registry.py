@@ -2089,8 +2089,8 @@ REGISTRY = OpRegistry(
                 dtypes=_Q8_ACTIVATIONS, check=_check_per_tensor),
         OpEntry("dequantize_per_channel", (quantized_decomposed.dequantize_per_channel.default,), _q8_pattern_samples,
                 "Only as the int8 weight (axis 0) of a conv2d or linear that fuses into et_vk.vkd_q8ta_conv2d or "
-                "vkd_q8ta_linear, or folded ahead of time when its input is a constant." + _Q8_NOTES,
-                dtypes=_Q8_WEIGHTS, kind="quantized"),
+                "vkd_q8ta_linear; the fusion pass consumes it (no kernel of its own)." + _Q8_NOTES,
+                dtypes=_Q8_WEIGHTS, kind="quantized", fused=True),
         OpEntry("vkd_q8ta_conv2d", (et_vk.vkd_q8ta_conv2d.default,), _q8_conv2d_samples,
                 "PT2E dq -> conv2d -> [relu | hardtanh] -> q fused: int8 NCHW in and out, per-channel int8 weights, any stride, "
                 "padding, dilation and groups (depthwise too), optional float bias." + _Q8_WEIGHTED + _Q8_NOTES,
