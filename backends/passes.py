@@ -14,9 +14,14 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+# perf family
+from .fuse_conv import fuse_conv
+
 Pass = Callable[[ExportedProgram, Dict], None]
 
-PASSES: List[Pass] = []
+PASSES: List[Pass] = [
+    fuse_conv,  # perf family: batch norm into conv weights, relu/hardtanh/clamp into the conv
+]
 
 
 def run_passes(program: ExportedProgram, options: Dict) -> None:
