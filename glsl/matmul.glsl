@@ -2,14 +2,7 @@
 //   out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]
 // A, B and bias are addressed through strides, so one kernel serves mm, bmm,
 // addmm and linear (whose weight [N, K] is B with strides (1, K)).
-// Each workgroup computes a (RM*WY) x (RN*WX) tile; each invocation RM x RN
-// outputs, rows a workgroup-height apart and columns a workgroup-width apart
-// (conflict-free shared reads, coalesced writes). Larger register tiles do more
-// FMAs per shared-memory load: the host picks the largest that still gives
-// enough workgroups.
-// variant matmul: RM=4 RN=4 BK=16
-// variant matmul_8x4: RM=8 RN=4 BK=16
-// variant matmul_8x8: RM=8 RN=8 BK=8
+// Each workgroup computes a (4*WX) x (4*WY) tile; each invocation 4 x 4 outputs.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -26,8 +19,9 @@ layout(set = 0, binding = 4) uniform Params {
   float alpha, beta, pad1, pad2;
 } p;
 
-const uint TM = gl_WorkGroupSize.y * RM;
-const uint TN = gl_WorkGroupSize.x * RN;
+const uint BK = 16;
+const uint TM = gl_WorkGroupSize.y * 4;
+const uint TN = gl_WorkGroupSize.x * 4;
 shared float a_tile[BK][TM];
 shared float b_tile[BK][TN];
 
@@ -42,9 +36,9 @@ void main() {
   const int a_base = b * p.a_sb;
   const int b_base = b * p.b_sb;
 
-  float acc[RM][RN];
-  for (int i = 0; i < RM; ++i)
-    for (int j = 0; j < RN; ++j) acc[i][j] = 0.0;
+  float acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
   for (int k0 = 0; k0 < p.K; k0 += int(BK)) {
     for (uint e = tid; e < BK * TM; e += nthreads) {
@@ -68,19 +62,19 @@ void main() {
     }
     barrier();
     for (uint kk = 0; kk < BK; ++kk) {
-      float av[RM], bv[RN];
-      for (int i = 0; i < RM; ++i) av[i] = a_tile[kk][ty + i * gl_WorkGroupSize.y];
-      for (int j = 0; j < RN; ++j) bv[j] = b_tile[kk][tx + j * gl_WorkGroupSize.x];
-      for (int i = 0; i < RM; ++i)
-        for (int j = 0; j < RN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+      float av[4], bv[4];
+      for (int i = 0; i < 4; ++i) av[i] = a_tile[kk][ty + i * gl_WorkGroupSize.y];
+      for (int j = 0; j < 4; ++j) bv[j] = b_tile[kk][tx + j * gl_WorkGroupSize.x];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
     }
     barrier();
   }
 
-  for (int i = 0; i < RM; ++i) {
+  for (int i = 0; i < 4; ++i) {
     int m = m0 + int(ty + i * gl_WorkGroupSize.y);
     if (m >= p.M) continue;
-    for (int j = 0; j < RN; ++j) {
+    for (int j = 0; j < 4; ++j) {
       int n = n0 + int(tx + j * gl_WorkGroupSize.x);
       if (n >= p.N) continue;
       float v = p.alpha * acc[i][j];
