@@ -3,13 +3,15 @@
 // where X is the im2col matrix of the input, gathered on the fly into shared
 // memory (never materialized). A workgroup computes a TM-channel x TN-pixel
 // tile, each invocation 4 x 4 outputs; K advances in steps of BK.
-// The split-K variant (for few tiles, e.g. batch 1 with small images) has
+// The split-K variants (for few tiles, e.g. batch 1 with small images) have
 // SLICES groups of invocations (local z) walk interleaved K steps of one
-// smaller tile, then sums their partial tiles in shared memory: more
-// workgroups, and each runs SLICES times fewer serial steps.
+// smaller tile, then sum their partial tiles in shared memory: more
+// workgroups, and each runs SLICES times fewer serial steps (sk16: 16 x 16
+// tiles and 16 slices, for the deepest layers).
 // The host's local size is (TNT, TMT, SLICES).
 // variant conv2d_gemm: TMT=16 TNT=16 SLICES=1 BK=16
 // variant conv2d_gemm_sk: TMT=8 TNT=4 SLICES=8 BK=8
+// variant conv2d_gemm_sk16: TMT=4 TNT=4 SLICES=16 BK=8
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;

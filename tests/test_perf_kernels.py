@@ -1,5 +1,5 @@
 """Shapes that select each faster kernel variant (perf family), against eager PyTorch:
-matmul register tiles (8x8, 8x4), the matrix-vector kernel, the multi-element
+matmul tiles, the matrix-vector kernel, the multi-element
 same-shape binary path, split-K and wide-tile implicit-GEMM convolution, softmax
 rows kept in registers."""
 import pytest
@@ -29,13 +29,10 @@ def _randn(*shape):
 
 
 CASES = {
-    # 12 x 12 tiles of 128 x 128 (>= 128 workgroups): matmul_8x8, tails in M, N and K
-    "mm_8x8_tails": (Fn(torch.mm), lambda: (_randn(1409, 13), _randn(13, 1411)), "matmul"),
-    # 9 x 9 tiles of 128 x 128 are too few; 9 x 17 of 128 x 64: matmul_8x4
-    "mm_8x4_tails": (Fn(torch.mm), lambda: (_randn(1025, 9), _randn(9, 1031)), "matmul"),
-    # addmm with a broadcast bias on the 8x8 tiles
-    "addmm_8x8_bias": (Fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
-                       lambda: (_randn(1, 1290), _randn(1300, 5), _randn(5, 1290)), "matmul"),
+    # 64 x 64 tiles with tails in M, N and K; addmm with a broadcast bias
+    "mm_64_tiles_tails": (Fn(torch.mm), lambda: (_randn(1025, 13), _randn(13, 1031)), "matmul"),
+    "addmm_64_tiles_bias": (Fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
+                            lambda: (_randn(1, 1290), _randn(1300, 5), _randn(5, 1290)), "matmul"),
     # linear at batch 1: gemv, K not a multiple of 32, N not a multiple of 8
     "linear_gemv": (nn.Linear(77, 37), lambda: (_randn(1, 77),), "matmul"),
     "linear_gemv_no_bias_rank3": (nn.Linear(300, 13, bias=False), lambda: (_randn(1, 1, 300),), "matmul"),
@@ -44,8 +41,10 @@ CASES = {
     "mul_same_shape_small": (Fn(torch.mul), lambda: (_randn(3), _randn(3)), "elementwise"),
     "sub_alpha_same_shape": (Fn(lambda a, b: torch.sub(a, b, alpha=3)), lambda: (_randn(5, 9, 13), _randn(5, 9, 13)),
                              "elementwise"),
-    # convolution: split-K tiles (batch 1), deep K with several slices idle at the end
-    "conv_split_k_deep": (nn.Conv2d(70, 36, 3, padding=1), lambda: (_randn(1, 70, 5, 6),), "matmul"),
+    # convolution: split-K 32 x 16 tiles with 8 slices (batch 1, 2115 pixels)
+    "conv_split_k": (nn.Conv2d(5, 40, 3, padding=1), lambda: (_randn(1, 5, 45, 47),), "matmul"),
+    # convolution: split-K 16 x 16 tiles with 16 slices (few tiles), deep K with slices idle at the end
+    "conv_split_k16_deep": (nn.Conv2d(70, 36, 3, padding=1), lambda: (_randn(1, 70, 5, 6),), "matmul"),
     # convolution: the 64 x 64 tiles once there are enough of them (batch 8 x 17 x 17)
     "conv_wide_tiles_batch": (nn.Conv2d(4, 20, 3, padding=1), lambda: (_randn(8, 4, 60, 61),), "matmul"),
     # softmax: rows in registers (64 and 256 invocations), a long row past the cache, a strided dim

@@ -40,6 +40,10 @@ constexpr LocalSize kGemmSkLocal{4, 8, 8};
 constexpr int64_t kGemmSkTileOC = 32;
 constexpr int64_t kGemmSkTilePix = 16;
 constexpr int64_t kGemmSkBelowTiles = 256;
+// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K.
+constexpr LocalSize kGemmSk16Local{4, 4, 16};
+constexpr int64_t kGemmSk16Tile = 16;
+constexpr int64_t kGemmSk16BelowTiles = 128;
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
 std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
@@ -112,7 +116,7 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
     g.fail("a fused clamp or residual is not supported on a transposed convolution");
   }
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
-  bool split_k = false;
+  bool split_k = false, deep = false;
   if (gemm) {
     const Tensor& x = g.tensor(in);
     const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
@@ -121,14 +125,20 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
     const int64_t tiles = x.sizes[0] * groups * ((OH * OW + kGemmTile - 1) / kGemmTile) *
                           ((ocpg + kGemmTile - 1) / kGemmTile);
     split_k = tiles < kGemmSkBelowTiles;
+    if (split_k) {
+      const int64_t sk_tiles = x.sizes[0] * groups * ((OH * OW + kGemmSkTilePix - 1) / kGemmSkTilePix) *
+                               ((ocpg + kGemmSkTileOC - 1) / kGemmSkTileOC);
+      deep = sk_tiles < kGemmSk16BelowTiles;
+    }
   }
   const std::string shader = transposed ? "conv_transpose2d"
-                             : gemm     ? (split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
+                             : gemm     ? (deep ? "conv2d_gemm_sk16" : split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
                              : depthwise ? "conv2d_dw"
                                          : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  const LocalSize local = gemm ? (split_k ? kGemmSkLocal : kGemmLocal) : kLocal1D;
-  const int64_t tile_m = split_k ? kGemmSkTileOC : kGemmTile, tile_n = split_k ? kGemmSkTilePix : kGemmTile;
+  const LocalSize local = !gemm ? kLocal1D : deep ? kGemmSk16Local : split_k ? kGemmSkLocal : kGemmLocal;
+  const int64_t tile_m = deep ? kGemmSk16Tile : split_k ? kGemmSkTileOC : kGemmTile;
+  const int64_t tile_n = deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
   std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
   g.add_node(g.current_op(), shader, local, tensors,
