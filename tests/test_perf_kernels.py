@@ -29,6 +29,7 @@ def _randn(*shape):
 
 
 CASES = {
+    "bmm_64_tiles": (Fn(torch.bmm), lambda: (_randn(2, 1031, 9), _randn(2, 9, 1100)), "matmul"),
     # 64 x 64 tiles with tails in M, N and K; addmm with a broadcast bias
     "mm_64_tiles_tails": (Fn(torch.mm), lambda: (_randn(1025, 13), _randn(13, 1031)), "matmul"),
     "addmm_64_tiles_bias": (Fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
