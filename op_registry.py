@@ -100,7 +100,8 @@ class OpRegistry:
         entry = self.entry_for(node.target)
         if entry is None:
             return None, f"{op_name(node.target)} is not in the vkdelegate op registry"
-        reason = _check_tensors(node, entry) or entry.check(node)
+        # pattern_reason (pt2e family): quantized patterns run only as a whole.
+        reason = _check_tensors(node, entry) or entry.check(node) or pattern_reason(node)
         return (None, reason) if reason else (entry, None)
 
     def ops_to_keep_undecomposed(self) -> List[torch._ops.OpOverload]:
@@ -222,6 +223,15 @@ def _check_same_dtype(node: Node) -> Optional[str]:
     dtypes = _tensor_dtypes(node)
     if len(dtypes) > 1:
         return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
+    return None
+
+
+def _check_static_dim_step(node: Node) -> Optional[str]:
+    """slice/select: start, end and index may be symbolic, the dim and step may not."""
+    names = ("dim", "step") if "slice" in str(node.target) else ("dim",)
+    for name in names:
+        if isinstance(arg(node, name), Node):
+            return f"a symbolic {name} is not supported"
     return None
 
 
@@ -538,6 +548,8 @@ def _select_samples() -> List[SampleCase]:
         SampleCase("rank5_dim3", _Call(lambda x: x.select(3, 0)), (_values(2, 3, 1, 5, 3),)),
         SampleCase("size1_dim", _Call(lambda x: x.select(1, 0)), (_values(7, 1, 13),)),
         SampleCase("int64_row", _Call(lambda x: x[3]), (_ints(7, 13),)),
+        # With dynamic shapes, the index is a SymInt.
+        SampleCase("middle_column", _Call(lambda x: x[:, x.shape[1] // 2]), (_values(7, 13),)),
     ]
 
 
@@ -551,6 +563,8 @@ def _slice_samples() -> List[SampleCase]:
         SampleCase("to_size1", _Call(lambda x: x[:, 4:5]), (_values(7, 13),)),
         # narrow exports as slice_copy.
         SampleCase("narrow", _Call(lambda x: x.narrow(1, 2, 3)), (_values(3, 7, 5),)),
+        # With dynamic shapes, start and end are SymInts.
+        SampleCase("second_half", _Call(lambda x: x[:, x.shape[1] // 2: x.shape[1] - 1]), (_values(7, 13),)),
     ]
 
 
@@ -1595,6 +1609,164 @@ def _rms_norm_samples() -> List[SampleCase]:
 _ELEMENTWISE = "Elementwise; ranks 0-8."
 _BINARY = ("Elementwise with broadcasting; ranks 0-8; a Python scalar operand becomes a constant; "
            "operands of one dtype (no type promotion).")
+# ----------------------------------------------------------------------------
+# pt2e family: static int8 from PT2E (quant/pt2e.py's VulkanQuantizer).
+# Standalone quantize/dequantize kernels, and the et_vk.vkd_q8ta_* ops that
+# backends/q8ta_fusion.py fuses dq -> conv2d | linear | add -> [relu] -> q into.
+# Which quantized patterns run is decided by quant/q8ta_patterns.py (asked for
+# every node in OpRegistry.lookup), shared with the fusion pass.
+import torch.ao.quantization.fx._decomposed  # noqa: E402,F401  (defines quantized_decomposed ops)
+
+from vkdelegate.quant import q8ta_ops  # noqa: E402,F401  (defines et_vk.vkd_q8ta_*)
+from vkdelegate.quant.q8ta_patterns import per_tensor_qparams, pattern_reason  # noqa: E402
+
+quantized_decomposed = exir_ops.edge.quantized_decomposed
+et_vk = exir_ops.edge.et_vk
+_Q8_ACTIVATIONS = frozenset({torch.float32, torch.int8})
+_Q8_WEIGHTS = frozenset({torch.float32, torch.int8, torch.int32, torch.int64})
+_Q8_NOTES = " int8 is stored as int32 on the GPU (packing 4 per word is a later optimization)."
+_Q8_WEIGHTED = (" Exact int32 accumulation, requantized in float32 with the per-channel scale, round half to even;"
+                " a relu or hardtanh before the quantize becomes the output range.")
+
+
+def _check_per_tensor(node: Node) -> Optional[str]:
+    return per_tensor_qparams(node)[1]
+
+
+def _int8(*sizes: int) -> torch.Tensor:
+    return torch.randint(-128, 128, sizes, dtype=torch.int8)
+
+
+class _Q8Weighted(torch.nn.Module):
+    """An int8 conv2d or linear: et_vk.vkd_q8ta_* called directly, or (pattern=True) as PT2E's
+    dequantize -> float op -> quantize that the fusion pass rewrites into it."""
+
+    def __init__(self, x: torch.Tensor, out_channels: int, kernel=None, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, relu=False, pattern=False):
+        super().__init__()
+        self.conv = kernel is not None
+        in_channels = x.shape[1] if self.conv else x.shape[-1]
+        shape = (out_channels, in_channels // groups, kernel, kernel) if self.conv else (out_channels, in_channels)
+        self.register_buffer("weight", torch.randint(-127, 128, shape, dtype=torch.int8))
+        self.register_buffer("scales", torch.rand(out_channels) * 0.01 + 0.002)
+        self.register_buffer("zero_points", torch.zeros(out_channels, dtype=torch.int64))
+        self.register_buffer("bias", torch.randn(out_channels) if bias else None)
+        self.conv_args = [[stride] * 2, [padding] * 2, [dilation] * 2, groups]
+        self.x_qparams = (0.05, 3)
+        self.relu, self.pattern = relu, pattern
+        # The output scale covers the float result of the sample input, so that few values clamp.
+        self.out_qparams = (1.0, 0)
+        reach = self._float(q8ta_ops._dequantize(x, *self.x_qparams)).abs().max().item()
+        self.out_qparams = (max(reach, 1e-3) / 100.0, -5)
+
+    def _float(self, x: torch.Tensor) -> torch.Tensor:
+        weight = q8ta_ops._dequantize_weight(self.weight, self.scales, self.zero_points)
+        if self.conv:
+            return torch.nn.functional.conv2d(x, weight, self.bias, *self.conv_args)
+        return torch.nn.functional.linear(x, weight, self.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out_scale, out_zero_point = self.out_qparams
+        if self.pattern:
+            ops = torch.ops.quantized_decomposed
+            xf = ops.dequantize_per_tensor(x, *self.x_qparams, -128, 127, torch.int8)
+            weight = ops.dequantize_per_channel(self.weight, self.scales, self.zero_points, 0, -127, 127, torch.int8)
+            if self.conv:
+                y = torch.nn.functional.conv2d(xf, weight, self.bias, *self.conv_args)
+            else:
+                y = torch.nn.functional.linear(xf, weight, self.bias)
+            if self.relu:
+                y = torch.relu(y)
+            return ops.quantize_per_tensor(y, out_scale, out_zero_point, -128, 127, torch.int8)
+        out_min = out_zero_point if self.relu else -128
+        weights = (self.weight, self.scales, self.zero_points, self.bias)
+        if self.conv:
+            return torch.ops.et_vk.vkd_q8ta_conv2d(x, *self.x_qparams, *weights, *self.conv_args,
+                                                   out_scale, out_zero_point, out_min, 127)
+        return torch.ops.et_vk.vkd_q8ta_linear(x, *self.x_qparams, *weights, out_scale, out_zero_point, out_min, 127)
+
+
+def _q8_conv_cases(pattern: bool) -> List[SampleCase]:
+    cases = [
+        ("3x3_pad1_bias_batch2", _int8(2, 3, 7, 9), dict(out_channels=5, kernel=3, padding=1)),
+        ("stride2_dilation2_relu", _int8(1, 4, 13, 11), dict(out_channels=7, kernel=3, stride=2, dilation=2, relu=True)),
+        ("depthwise_3x3_s2_p1", _int8(2, 8, 9, 9), dict(out_channels=8, kernel=3, stride=2, padding=1, groups=8)),
+        ("depthwise_multiplier2_relu", _int8(1, 4, 7, 5), dict(out_channels=8, kernel=3, groups=4, bias=False, relu=True)),
+        ("pointwise_16_to_33", _int8(1, 16, 5, 7), dict(out_channels=33, kernel=1)),
+        ("groups2_size1_input", _int8(1, 6, 1, 1), dict(out_channels=4, kernel=1, groups=2)),
+    ]
+    return [SampleCase(case_id, _Q8Weighted(x, pattern=pattern, **kw), (x,)) for case_id, x, kw in cases]
+
+
+def _q8_linear_cases(pattern: bool) -> List[SampleCase]:
+    cases = [
+        ("2d_bias", _int8(3, 33), dict(out_channels=13)),
+        ("3d_relu_no_bias", _int8(2, 5, 16), dict(out_channels=7, bias=False, relu=True)),
+        ("1d", _int8(7), dict(out_channels=1)),
+        ("4d", _int8(2, 1, 3, 9), dict(out_channels=5)),
+    ]
+    return [SampleCase(case_id, _Q8Weighted(x, pattern=pattern, **kw), (x,)) for case_id, x, kw in cases]
+
+
+@_seeded
+def _q8_pattern_samples() -> List[SampleCase]:
+    return ([SampleCase("conv2d_" + c.case_id, c.module, c.inputs) for c in _q8_conv_cases(True)]
+            + [SampleCase("linear_" + c.case_id, c.module, c.inputs) for c in _q8_linear_cases(True)])
+
+
+@_seeded
+def _quantize_samples() -> List[SampleCase]:
+    ops = torch.ops.quantized_decomposed
+    return [
+        SampleCase("int8_clamps", _Call(lambda x: ops.quantize_per_tensor(x, 0.02, 3, -128, 127, torch.int8)),
+                   (_values(2, 7, 13) * 2.0,)),
+        SampleCase("narrow_range_rank5", _Call(lambda x: ops.quantize_per_tensor(x, 0.1, -4, -100, 100, torch.int8)),
+                   (_wide(1, 3, 1, 5, 2),)),
+        # Exact halves: round half to even, like torch.round.
+        SampleCase("halves", _Call(lambda x: ops.quantize_per_tensor(x, 0.5, 0, -128, 127, torch.int8)),
+                   (torch.arange(-9, 10, dtype=torch.float32) * 0.25,)),
+    ]
+
+
+@_seeded
+def _dequantize_samples() -> List[SampleCase]:
+    ops = torch.ops.quantized_decomposed
+    return [
+        SampleCase("int8", _Call(lambda x: ops.dequantize_per_tensor(x, 0.05, -7, -128, 127, torch.int8)),
+                   (_int8(3, 33),)),
+        SampleCase("rank4_zp0", _Call(lambda x: ops.dequantize_per_tensor(x, 0.003, 0, -128, 127, torch.int8)),
+                   (_int8(2, 1, 5, 7),)),
+    ]
+
+
+class _Q8Add(torch.nn.Module):
+    def __init__(self, relu: bool):
+        super().__init__()
+        self.relu = relu
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.ops.et_vk.vkd_q8ta_add(a, 0.05, 3, b, 0.02, -10, 0.08, -5, -5 if self.relu else -128, 127)
+
+
+@_seeded
+def _q8_conv2d_samples() -> List[SampleCase]:
+    return _q8_conv_cases(False)
+
+
+@_seeded
+def _q8_linear_samples() -> List[SampleCase]:
+    return _q8_linear_cases(False)
+
+
+@_seeded
+def _q8_add_samples() -> List[SampleCase]:
+    return [
+        SampleCase("same_shape", _Q8Add(False), (_int8(2, 3, 7, 5), _int8(2, 3, 7, 5))),
+        SampleCase("relu_broadcast", _Q8Add(True), (_int8(2, 3, 7, 5), _int8(3, 1, 5))),
+        SampleCase("rank1_size1", _Q8Add(True), (_int8(13), _int8(1))),
+    ]
+
+
 _INT_STORAGE = " int64 and bool are stored as int32 on the GPU (int64 values must fit in int32)."
 
 
@@ -1682,10 +1854,12 @@ REGISTRY = OpRegistry(
             dtypes=ANY_DTYPE,
             aliases_input=True,
         ),
-        OpEntry("select_copy", (aten.select_copy.int,), _select_samples, "Negative index allowed." + _INT_STORAGE,
-                dtypes=ANY_DTYPE),
+        OpEntry("select_copy", (aten.select_copy.int,), _select_samples,
+                "Negative index allowed; the index may be symbolic (dynamic shapes), the dim may not." + _INT_STORAGE,
+                dtypes=ANY_DTYPE, check=_check_static_dim_step, symint_args=True),
         OpEntry("slice_copy", (aten.slice_copy.Tensor,), _slice_samples,
-                "Positive steps; start/end may be negative." + _INT_STORAGE, dtypes=ANY_DTYPE),
+                "Positive steps; start/end may be negative, and symbolic (dynamic shapes); dim and step may not."
+                + _INT_STORAGE, dtypes=ANY_DTYPE, check=_check_static_dim_step, symint_args=True),
         OpEntry(
             "expand_copy",
             (aten.expand_copy.default,),
@@ -1917,7 +2091,8 @@ REGISTRY = OpRegistry(
             "index_select",
             (aten.index_select.default,),
             _index_select_samples,
-            "int32/int64 0-d or 1-D index; negative indices count from the end." + _INT_STORAGE,
+            "int32/int64 0-d or 1-D index; negative indices count from the end. Along dim 0, an input larger "
+            "than one binding's maxStorageBufferRange is read in windows of rows." + _INT_STORAGE,
             dtypes=ANY_DTYPE,
             check=_check_index_select,
         ),
@@ -1933,7 +2108,8 @@ REGISTRY = OpRegistry(
             check=_check_index_tensor,
         ),
         OpEntry("embedding", (aten.embedding.default,), _embedding_samples,
-                "2-D weight; int32/int64 indices of any rank up to 7." + _INT_STORAGE, dtypes=ANY_DTYPE,
+                "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
+                "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE, dtypes=ANY_DTYPE,
                 check=_check_embedding),
         OpEntry("full", (aten.full.default,), _full_samples,
                 "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,
@@ -1968,8 +2144,97 @@ REGISTRY = OpRegistry(
             keep_undecomposed=True,
             kind="reduction",
         ),
+        # ---- pt2e family: static int8 from PT2E (VulkanQuantizer)
+        OpEntry("quantize_per_tensor", (quantized_decomposed.quantize_per_tensor.default,), _quantize_samples,
+                "Static int8: clamp(round(x / scale) + zero_point, quant_min, quant_max), round half to even; "
+                "literal scale and zero point." + _Q8_NOTES, dtypes=_Q8_ACTIVATIONS, check=_check_per_tensor),
+        OpEntry("dequantize_per_tensor", (quantized_decomposed.dequantize_per_tensor.default,), _dequantize_samples,
+                "int8 to float32: (x - zero_point) * scale; literal scale and zero point." + _Q8_NOTES,
+                dtypes=_Q8_ACTIVATIONS, check=_check_per_tensor),
+        OpEntry("dequantize_per_channel", (quantized_decomposed.dequantize_per_channel.default,), _q8_pattern_samples,
+                "Only as the int8 weight (axis 0) of a conv2d or linear that fuses into et_vk.vkd_q8ta_conv2d or "
+                "vkd_q8ta_linear, or folded ahead of time when its input is a constant." + _Q8_NOTES,
+                dtypes=_Q8_WEIGHTS, kind="quantized"),
+        OpEntry("vkd_q8ta_conv2d", (et_vk.vkd_q8ta_conv2d.default,), _q8_conv2d_samples,
+                "PT2E dq -> conv2d -> [relu | hardtanh] -> q fused: int8 NCHW in and out, per-channel int8 weights, any stride, "
+                "padding, dilation and groups (depthwise too), optional float bias." + _Q8_WEIGHTED + _Q8_NOTES,
+                dtypes=_Q8_WEIGHTS, kind="quantized"),
+        OpEntry("vkd_q8ta_linear", (et_vk.vkd_q8ta_linear.default,), _q8_linear_samples,
+                "PT2E dq -> linear -> [relu | hardtanh] -> q fused: int8 input of rank 1-8, per-channel int8 weights, optional "
+                "float bias." + _Q8_WEIGHTED + _Q8_NOTES, dtypes=_Q8_WEIGHTS, kind="quantized"),
+        OpEntry("vkd_q8ta_add", (et_vk.vkd_q8ta_add.default,), _q8_add_samples,
+                "PT2E dq, dq -> add -> [relu | hardtanh] -> q fused: int8 operands with their own scales, broadcast, "
+                "rank <= 8; dequantized and added in float32 like the CPU, then requantized."
+                + _Q8_NOTES, dtypes=_Q8_ACTIVATIONS, kind="quantized"),
     ]
 )
+
+
+# ----------------------------------------------------------------------------
+# gguf family: linear on raw GGUF blocks (quant/gguf_linear.py, runtime/ops/gguf_linear.cpp)
+
+from vkdelegate.quant import gguf_linear as _gguf  # noqa: E402  (defines et_vk.vkd_linear_gguf)
+
+
+def _check_linear_gguf(node: Node) -> Optional[str]:
+    ggml_type, n, k = arg(node, "ggml_type"), arg(node, "n"), arg(node, "k")
+    error = _gguf.shape_error(ggml_type, n, k)
+    if error:
+        return error
+    x, weight, bias = fake_tensor(arg(node, "x")), fake_tensor(arg(node, "weight")), arg(node, "bias")
+    if x.dtype != torch.float32:
+        return f"input is {x.dtype}; float32 only"
+    if x.dim() < 1 or x.shape[-1] != k:
+        return f"input's last dim is not K={k}"
+    if weight.dtype != torch.int32 or weight.numel() * 4 < _gguf.weight_nbytes(ggml_type, n, k):
+        return "weight must be int32 words holding the GGUF blocks (GGUFLinear packs them)"
+    if bias is not None and (fake_tensor(bias).dtype != torch.float32 or tuple(fake_tensor(bias).shape) != (n,)):
+        return f"bias must be float32 of shape ({n},)"
+    return None
+
+
+class _GGUFLinearCase(torch.nn.Module):
+    def __init__(self, fmt: str, n: int, k: int, bias: bool):
+        super().__init__()
+        ggml_type = _gguf.FORMATS_BY_NAME[fmt].ggml_type
+        self.linear = _gguf.GGUFLinear(_gguf.random_blocks(ggml_type, n, k).reshape(-1), ggml_type, n, k,
+                                       torch.randn(n) if bias else None)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+@_seeded
+def _linear_gguf_samples() -> List[SampleCase]:
+    # (format, x sizes, N, bias): M <= 4 takes the GEMV path, larger M the tiled one;
+    # odd N; K a multiple of the block size (32, or 256 for the K-quants).
+    shapes = [
+        ("Q4_0", (1, 64), 13, False), ("Q4_0", (2, 19, 96), 33, True),
+        ("Q8_0", (3, 32), 7, True), ("Q8_0", (37, 160), 45, False),
+        ("Q4_K", (1, 1, 512), 13, False), ("Q4_K", (33, 256), 35, True),
+        ("Q6_K", (4, 256), 9, True), ("Q6_K", (2, 17, 512), 33, False),
+    ]
+    return [
+        SampleCase(f"{fmt}_x{'x'.join(map(str, sizes))}_n{n}" + ("_bias" if bias else ""),
+                   _GGUFLinearCase(fmt, n, sizes[-1], bias), (torch.randn(*sizes),))
+        for fmt, sizes, n, bias in shapes
+    ]
+
+
+_GGUF_ENTRIES = [
+    OpEntry(
+        "linear_gguf",
+        (exir_ops.edge.et_vk.vkd_linear_gguf.default,),
+        _linear_gguf_samples,
+        "GGUF Q4_0, Q8_0, Q4_K, Q6_K weights read in their block layouts (vkdelegate.gguf); "
+        "K a multiple of 32 (Q4_0, Q8_0) or 256 (Q4_K, Q6_K); float32 input, optional bias; weight as int32 words.",
+        dtypes=frozenset({torch.float32, torch.int32}),
+        check=_check_linear_gguf,
+        kind="matmul",
+    ),
+]
+REGISTRY = OpRegistry(list(REGISTRY) + _GGUF_ENTRIES)
+# ---------------------------------------------------------------------------- end of gguf family
 
 
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:

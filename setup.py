@@ -60,8 +60,13 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DVKDELEGATE_OUTPUT_DIR={out_dir}",
         ]
-        if os.environ.get("VKDELEGATE_GLSLC"):
-            args.append(f"-DVKDELEGATE_GLSLC={os.environ['VKDELEGATE_GLSLC']}")
+        # The glslc scripts/fetch_glslc.sh left in .glslc/ (it compiles the
+        # cooperative-matrix and integer-dot shaders), unless VKDELEGATE_GLSLC names one.
+        glslc = os.environ.get("VKDELEGATE_GLSLC")
+        if not glslc and os.access(ROOT / ".glslc" / "glslc", os.X_OK):
+            glslc = str(ROOT / ".glslc" / "glslc")
+        if glslc:
+            args.append(f"-DVKDELEGATE_GLSLC={glslc}")
         if shutil.which("ninja"):
             args.append("-GNinja")
         cmake = cmake_binary()
@@ -91,6 +96,8 @@ setup(
     package_dir={"vkdelegate": "."},
     package_data={"vkdelegate.runtime": ["vkdelegate_runner"], "vkdelegate.serialization": ["schema.fbs"]},
     install_requires=["executorch==1.5.1", "flatbuffers", "numpy"],
+    # gguf family: vkdelegate.gguf reads .gguf files with the gguf package.
+    extras_require={"gguf": ["gguf>=0.10"]},
     ext_modules=[CMakeExtension("vkdelegate.runtime._vkdelegate")],
     cmdclass={"build_ext": CMakeBuild},
     entry_points={"console_scripts": ["vkdelegate_runner=vkdelegate.runtime.runner:main"]},

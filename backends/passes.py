@@ -14,13 +14,19 @@ from typing import Callable, Dict, List
 
 from torch.export import ExportedProgram
 
+# ---- pt2e family: static int8 fusions
+from .q8ta_fusion import fuse_q8ta
+
 # perf family
 from .fuse_conv import fuse_conv
 
 Pass = Callable[[ExportedProgram, Dict], None]
 
 PASSES: List[Pass] = [
-    fuse_conv,  # perf family: batch norm into conv weights, relu/hardtanh/clamp into the conv
+    fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
+    # perf family: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv.
+    # After the int8 fusions, so that it only sees the float convolutions they leave.
+    fuse_conv,
 ]
 
 

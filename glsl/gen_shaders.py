@@ -12,6 +12,13 @@ element type T and IS_FLOAT defined (the runtime picks the variant with
 storage_suffix() of the tensor's dtype). A variant may narrow that list for
 itself, for bodies that only make sense for some types:
     // variant NAME(i32): DEFINE=VALUE
+
+A shader that needs GLSL extensions newer compilers have declares them:
+    // requires: GL_KHR_cooperative_matrix GL_EXT_integer_dot_product
+    // target-env: vulkan1.3        (optional; default vulkan1.1)
+When the glslc at hand cannot compile them (Debian 12's cannot; scripts/setup.sh
+fetches a newer one), the shader's variants are left out with a note, and the
+runtime, finding no binary (find_shader returns null), takes its fallback.
 """
 import argparse
 import concurrent.futures
@@ -22,6 +29,9 @@ import sys
 
 VARIANT = re.compile(r"^//\s*variant\s+(\w+)\s*(?:\(([\w ]+)\))?\s*:(.*)$")
 DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
+REQUIRES = re.compile(r"^//\s*requires\s*:(.*)$")
+TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
+DEFAULT_TARGET_ENV = "vulkan1.1"
 STORAGE_DEFINES = {
     "f32": ["T=float", "IS_FLOAT=1"],
     "i32": ["T=int", "IS_FLOAT=0"],
@@ -55,9 +65,41 @@ def variants_of(path):
             for dt in dtypes if not only or dt in only]
 
 
-def compile_variant(glslc, src, include_dir, name, defines, out_dir):
+def requirements_of(path):
+    """(extensions, target env) a shader declares."""
+    extensions, target_env = [], DEFAULT_TARGET_ENV
+    with open(path) as f:
+        for line in f:
+            m = REQUIRES.match(line.strip())
+            if m:
+                extensions += m.group(1).split()
+            m = TARGET_ENV.match(line.strip())
+            if m:
+                target_env = m.group(1)
+    return tuple(extensions), target_env
+
+
+_PROBES = {}
+
+
+def glslc_supports(glslc, extensions, target_env, scratch_dir):
+    """Whether this glslc compiles a shader enabling `extensions` for `target_env`."""
+    key = (extensions, target_env)
+    if key not in _PROBES:
+        src = os.path.join(scratch_dir, f"probe_{len(_PROBES)}.comp")
+        with open(src, "w") as f:
+            f.write("#version 450\n")
+            f.writelines(f"#extension {ext} : require\n" for ext in extensions)
+            f.write("layout(local_size_x = 1) in;\nvoid main() {}\n")
+        r = subprocess.run([glslc, f"--target-env={target_env}", "-o", src + ".spv", src],
+                           capture_output=True, text=True)
+        _PROBES[key] = r.returncode == 0
+    return _PROBES[key]
+
+
+def compile_variant(glslc, src, include_dir, name, defines, out_dir, target_env=DEFAULT_TARGET_ENV):
     spv = os.path.join(out_dir, name + ".spv")
-    cmd = [glslc, "-fshader-stage=compute", "--target-env=vulkan1.1", "-O",
+    cmd = [glslc, "-fshader-stage=compute", f"--target-env={target_env}", "-O",
            "-I", include_dir, "-o", spv, src] + ["-D" + d for d in defines]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -75,12 +117,19 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.spv_dir, exist_ok=True)
 
-    jobs = []
+    jobs, left_out = [], []
     for fname in sorted(os.listdir(args.src_dir)):
         if fname.endswith(".glsl"):
             src = os.path.join(args.src_dir, fname)
+            extensions, target_env = requirements_of(src)
+            if not glslc_supports(args.glslc, extensions, target_env, args.spv_dir):
+                left_out.append(f"{fname} (needs {' '.join(extensions)} for {target_env})")
+                continue
             for name, defines in variants_of(src):
-                jobs.append((src, name, defines))
+                jobs.append((src, name, defines, target_env))
+    for note in left_out:
+        print(f"gen_shaders: {args.glslc} cannot compile {note}; left out, the runtime falls back",
+              file=sys.stderr)
     names = [j[1] for j in jobs]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -88,7 +137,7 @@ def main():
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         futures = [pool.submit(compile_variant, args.glslc, src, args.src_dir, name, defines,
-                               args.spv_dir) for src, name, defines in jobs]
+                               args.spv_dir, target_env) for src, name, defines, target_env in jobs]
         try:
             binaries = [f.result() for f in futures]
         except RuntimeError as e:

@@ -32,6 +32,8 @@ layout(set = 0, binding = 2 + NIDX) uniform Params {
   ivec4 sel_sizes;       // size of that dim
   int numel;
   int rank;
+  int window_begin;  // rows of the dim idx0 selects that `in` is bound at (window_rows 0: all)
+  int window_rows;
 } p;
 
 int selected(int v, int k) {
@@ -53,7 +55,16 @@ void main() {
     offset += c * DIM(p.in_strides, d);
     for (int k = 0; k < NIDX; ++k) io[k] += c * p.idx_strides[2 * k + (d >> 2)][d & 3];
   }
-  offset += selected(idx0[io[0]], 0);
+  if (p.window_rows > 0) {
+    // `in` is bound from row window_begin; other windows' dispatches write the rest.
+    int v = idx0[io[0]];
+    const int n = p.sel_sizes[0];
+    v = clamp(v < 0 ? v + n : v, 0, n - 1) - p.window_begin;
+    if (v < 0 || v >= p.window_rows) return;
+    offset += v * p.sel_strides[0];
+  } else {
+    offset += selected(idx0[io[0]], 0);
+  }
 #if NIDX > 1
   offset += selected(idx1[io[1]], 1);
 #endif

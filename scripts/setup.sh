@@ -35,6 +35,13 @@ if ! "$PYTHON" -c "import executorch.version as v, sys; sys.exit(not v.__version
 fi
 pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest gguf
 
+# A glslc that compiles cooperative-matrix and integer-dot shaders (setup.py picks .glslc/).
+if glslc="$(bash scripts/fetch_glslc.sh)"; then
+  echo "[setup] glslc: $glslc"
+else
+  echo "[setup] no glslc with cooperative-matrix and integer-dot support: those kernels are left out"
+fi
+
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
 "$PYTHON" - <<'PY'

@@ -13,6 +13,9 @@ TOLERANCES = {
     "reduction": dict(rtol=1e-4, atol=1e-5),
     "matmul": dict(rtol=1e-4, atol=1e-4),
     "model": dict(rtol=1e-3, atol=1e-4),
+    # pt2e family: int8 outputs may differ by one quantization step where the float
+    # result lands on a rounding boundary (int32 accumulation vs PyTorch's float sum).
+    "quantized": dict(rtol=0, atol=1),
 }
 
 

@@ -410,7 +410,8 @@ void ComputeGraph::allocate() {
       }
     }
   }
-  const VkDeviceSize limit = ctx_.info().max_storage_buffer_range;
+  // A storage may exceed one binding's maxStorageBufferRange; each binding of
+  // it is checked when descriptors are written (ops bind windows of it).
   std::vector<bool> used(storages_.size(), false);
   for (const auto& v : values_) {
     if (const auto* t = std::get_if<Tensor>(&v)) used[t->storage] = true;
@@ -418,11 +419,6 @@ void ComputeGraph::allocate() {
   for (size_t i = 0; i < storages_.size(); ++i) {
     Storage& s = storages_[i];
     if (!used[i]) continue;
-    if (s.nbytes > limit) {
-      throw GraphError("a tensor of " + std::to_string(s.nbytes) +
-                       " bytes is larger than this device's maxStorageBufferRange (" +
-                       std::to_string(limit) + " bytes)");
-    }
     s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, MemoryUsage::Device);
     if ((s.is_input || s.is_output) && !s.buffer->mapped()) {
       s.staging = std::make_unique<Buffer>(
@@ -521,8 +517,7 @@ void ComputeGraph::create_descriptors() {
       if (is_params) {
         infos[b] = {params_buffer_->handle(), node.params_offset, node.params.size()};
       } else {
-        const Storage& s = storages_[std::get<Tensor>(values_[node.tensors[b]]).storage];
-        infos[b] = {s.buffer->handle(), 0, VK_WHOLE_SIZE};
+        infos[b] = tensor_binding(node, b);
       }
       writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
       writes[b].dstSet = node.set;
@@ -535,6 +530,32 @@ void ComputeGraph::create_descriptors() {
     vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                            nullptr);
   }
+}
+
+VkDescriptorBufferInfo ComputeGraph::tensor_binding(const Node& node, size_t b) const {
+  const Tensor& t = std::get<Tensor>(values_[node.tensors[b]]);
+  const Storage& s = storages_[t.storage];
+  const DeviceInfo& info = ctx_.info();
+  for (const auto& w : node.windows) {
+    if (w[0] != b) continue;
+    if (w[2] == 0 || w[1] + w[2] > s.nbytes || w[2] > info.max_storage_buffer_range ||
+        w[1] % std::max<VkDeviceSize>(info.min_storage_offset_alignment, 1) != 0) {
+      throw GraphError(node.op + ": internal error: binding window [" + std::to_string(w[1]) + ", +" +
+                       std::to_string(w[2]) + ") of a " + std::to_string(s.nbytes) +
+                       "-byte storage does not fit the device's binding limits");
+    }
+    return {s.buffer->handle(), w[1], w[2]};
+  }
+  // A shared memory object may be larger than the tensor: bind only the tensor.
+  const VkDeviceSize range = s.nbytes <= info.max_storage_buffer_range ? VK_WHOLE_SIZE
+                                                                      : t.max_storage_nbytes();
+  if (range != VK_WHOLE_SIZE && range > info.max_storage_buffer_range) {
+    throw GraphError(node.op + ": a tensor of " + std::to_string(range) +
+                     " bytes is larger than this device's maxStorageBufferRange (" +
+                     std::to_string(info.max_storage_buffer_range) +
+                     " bytes), and this op cannot split it (embedding and index_select along dim 0 can)");
+  }
+  return {s.buffer->handle(), 0, range};
 }
 
 // ---------------------------------------------------------------- running

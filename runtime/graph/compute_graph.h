@@ -35,6 +35,14 @@ struct Node {
   UpdateFn update;
   VkDeviceSize params_offset = 0;
   VkDescriptorSet set = VK_NULL_HANDLE;
+  // Bindings that see only a byte range of their tensor's storage (binding
+  // index -> offset, range): how an op reads a tensor larger than one
+  // binding's maxStorageBufferRange, a window per dispatch. Offsets must be
+  // multiples of the device's minStorageBufferOffsetAlignment.
+  std::vector<std::array<VkDeviceSize, 3>> windows;  // {binding, offset, range}
+  void set_window(size_t binding, VkDeviceSize offset, VkDeviceSize range) {
+    windows.push_back({static_cast<VkDeviceSize>(binding), offset, range});
+  }
 
   template <typename T>
   void set_params(const T& p) {
@@ -127,6 +135,8 @@ class ComputeGraph {
 
  private:
   explicit ComputeGraph(Context& ctx);
+  // What binding b of a node sees: the whole storage, or its window.
+  VkDescriptorBufferInfo tensor_binding(const Node& node, size_t b) const;
   void parse(const uint8_t* blob, size_t size);
   void build_ops(const void* fb_graph);
   void allocate();

@@ -37,10 +37,15 @@ struct IndexGatherParams {
   int32_t idx_strides[kMaxIndexTensors][8];
   int32_t sel_strides[kMaxIndexTensors];
   int32_t sel_sizes[kMaxIndexTensors];
-  int32_t numel, rank, pad[2];
+  int32_t numel, rank;
+  // Rows [window_begin, window_begin + window_rows) of the dim index tensor 0
+  // selects along are bound (window_rows 0: all of `in`); outputs whose index
+  // falls outside are left to the other windows' dispatches.
+  int32_t window_begin, window_rows;
 };
 
-void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan) {
+void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan,
+                      int64_t window_begin = 0, int64_t window_rows = 0) {
   require_same_dtype(g, {in, out});
   for (int id : indices) require_index(g, id);
   const int nidx = static_cast<int>(indices.size());
@@ -50,7 +55,8 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
   std::vector<int> tensors{out, in};
   tensors.insert(tensors.end(), indices.begin(), indices.end());
   const std::string shader = "index_gather" + std::to_string(nidx) + "_" + storage_suffix(g.tensor(out).dtype);
-  g.add_node(g.current_op(), shader, kLocal1D, tensors, [out, plan](ComputeGraph& g, Node& node) {
+  Node& node = g.add_node(g.current_op(), shader, kLocal1D, tensors,
+                          [out, plan, window_begin, window_rows](ComputeGraph& g, Node& node) {
     const IndexPlan pl = plan(g);
     if (pl.out_sizes.size() > static_cast<size_t>(kMaxRank)) g.fail("the output would have rank above 8");
     for (int64_t s : pl.sel_sizes) {
@@ -68,9 +74,45 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
     }
     p.numel = static_cast<int32_t>(o.numel());
     p.rank = static_cast<int32_t>(o.dim());
+    p.window_begin = static_cast<int32_t>(window_begin);
+    p.window_rows = static_cast<int32_t>(window_rows);
     node.set_params(p);
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
+  if (window_rows > 0) {
+    const Tensor& t = g.tensor(in);
+    const VkDeviceSize row_bytes = static_cast<VkDeviceSize>(numel_of(t.max_sizes) / t.max_sizes[0]) *
+                                   storage_size(t.dtype);
+    node.set_window(1, window_begin * row_bytes,
+                    std::min<int64_t>(window_rows, t.max_sizes[0] - window_begin) * row_bytes);
+  }
+}
+
+// A gather whose index tensor 0 selects rows (dim 0) of `in`: when `in` is
+// larger than one binding may be (maxStorageBufferRange; an LLM's embedding
+// table), one dispatch per window of rows, each writing the outputs whose
+// index falls in its window.
+void add_row_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan) {
+  const Tensor& t = g.tensor(in);
+  const DeviceInfo& info = g.context().info();
+  const VkDeviceSize bytes = t.max_storage_nbytes();
+  if (t.dim() == 0 || bytes <= info.max_storage_buffer_range) {
+    add_index_gather(g, out, in, indices, plan);
+    return;
+  }
+  const int64_t rows = t.max_sizes[0];
+  const VkDeviceSize row_bytes = bytes / static_cast<VkDeviceSize>(rows);
+  // Windows start at multiples of the offset alignment.
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_offset_alignment, 1);
+  int64_t step = static_cast<int64_t>(info.max_storage_buffer_range / row_bytes);
+  while (step > 0 && (static_cast<VkDeviceSize>(step) * row_bytes) % align != 0) --step;
+  if (step <= 0) {
+    g.fail("one row of " + std::to_string(row_bytes) + " bytes is larger than this device's binding range (" +
+           std::to_string(info.max_storage_buffer_range) + " bytes)");
+  }
+  for (int64_t begin = 0; begin < rows; begin += step) {
+    add_index_gather(g, out, in, indices, plan, begin, step);
+  }
 }
 
 // index_select(self, dim, index): index is 0-d or 1-D.
@@ -79,8 +121,10 @@ void add_index_select(ComputeGraph& g, const std::vector<int>& a) {
   const int64_t dim = g.get_int(a.at(1));
   if (g.tensor(in).dim() == 0) g.fail("index_select of a 0-d tensor is not supported");
   if (g.tensor(index).dim() > 1) g.fail("index_select needs a 0-d or 1-D index");
-  normalize_dim(g, dim, g.tensor(in).dim());
-  add_index_gather(g, out, in, {index}, [=](ComputeGraph& g) {
+  const int64_t d0 = normalize_dim(g, dim, g.tensor(in).dim());
+  auto gather = d0 == 0 ? add_row_gather : [](ComputeGraph& g, int out, int in, const std::vector<int>& indices,
+                                             PlanFn plan) { add_index_gather(g, out, in, indices, plan); };
+  gather(g, out, in, {index}, [=](ComputeGraph& g) {
     const Tensor& t = g.tensor(in);
     const int64_t d = normalize_dim(g, dim, t.dim());
     IndexPlan pl;
@@ -101,7 +145,7 @@ void add_index_select(ComputeGraph& g, const std::vector<int>& a) {
 void add_embedding(ComputeGraph& g, const std::vector<int>& a) {
   const int weight = a.at(0), indices = a.at(1), out = a.back();
   if (g.tensor(weight).dim() != 2) g.fail("embedding weight must be 2-D");
-  add_index_gather(g, out, weight, {indices}, [=](ComputeGraph& g) {
+  add_row_gather(g, out, weight, {indices}, [=](ComputeGraph& g) {
     const Tensor& w = g.tensor(weight);
     const Tensor& idx = g.tensor(indices);
     IndexPlan pl;

@@ -145,11 +145,12 @@ void add_permute(ComputeGraph& g, int in, int out, const IntList& dims_in) {
   });
 }
 
-// select_copy.int(self, dim, index)
-void add_select(ComputeGraph& g, int in, int out, int64_t dim, int64_t index) {
+// select_copy.int(self, dim, index); the index may be a SymInt, read at every resize.
+void add_select(ComputeGraph& g, int in, int out, int64_t dim, int index_id) {
   normalize_dim(g, dim, g.tensor(in).dim());
-  add_gather(g, in, out, [dim, index](ComputeGraph& g, const Tensor& t) {
+  add_gather(g, in, out, [dim, index_id](ComputeGraph& g, const Tensor& t) {
     const int64_t d = normalize_dim(g, dim, t.dim());
+    const int64_t index = g.get_int(index_id);
     const int64_t i = index < 0 ? index + t.sizes[d] : index;
     if (i < 0 || i >= t.sizes[d]) {
       g.fail("index " + std::to_string(index) + " is out of range for size " + std::to_string(t.sizes[d]));
@@ -166,10 +167,13 @@ void add_select(ComputeGraph& g, int in, int out, int64_t dim, int64_t index) {
   });
 }
 
+// Start and end of a slice (none: the dim's start or end), computed at every
+// resize: they may be SymInts.
+using SliceBounds = std::function<std::pair<std::optional<int64_t>, std::optional<int64_t>>(ComputeGraph&)>;
+
 // slice_copy.Tensor(self, dim=0, start=None, end=None, step=1), with Python's
 // clamping of start and end.
-void add_slice(ComputeGraph& g, int in, int out, int64_t dim, std::optional<int64_t> start,
-               std::optional<int64_t> end, int64_t step) {
+void add_slice(ComputeGraph& g, int in, int out, int64_t dim, SliceBounds bounds, int64_t step) {
   if (step <= 0) g.fail("slice step must be positive");
   normalize_dim(g, dim, g.tensor(in).dim());
   add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
@@ -179,6 +183,7 @@ void add_slice(ComputeGraph& g, int in, int out, int64_t dim, std::optional<int6
       if (v < 0) v += n;
       return std::min(std::max<int64_t>(v, 0), n);
     };
+    const auto [start, end] = bounds(g);
     const int64_t s = start ? clamp_index(*start) : 0;
     const int64_t e = end ? clamp_index(*end) : n;
     const Sizes st = t.strides();
@@ -343,11 +348,15 @@ VKD_REGISTER_OPS(register_view_ops) {
     add_permute(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
   });
   register_op("aten.select_copy.int", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_select(g, a.at(0), a.back(), g.get_int(a.at(1)), g.get_int(a.at(2)));
+    add_select(g, a.at(0), a.back(), g.get_int(a.at(1)), a.at(2));
   });
   register_op("aten.slice_copy.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
-    add_slice(g, a.at(0), a.back(), g.get_int(a.at(1)), optional_int(g, a.at(2)),
-              optional_int(g, a.at(3)), g.get_int(a.at(4)));
+    const int start_id = a.at(2), end_id = a.at(3);
+    add_slice(g, a.at(0), a.back(), g.get_int(a.at(1)),
+              [start_id, end_id](ComputeGraph& g) {
+                return std::make_pair(optional_int(g, start_id), optional_int(g, end_id));
+              },
+              g.get_int(a.at(4)));
   });
   register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
     add_expand(g, a.at(0), a.back(), a.at(1));
@@ -367,7 +376,12 @@ VKD_REGISTER_OPS(register_view_ops) {
     int64_t start = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] < 0) g.fail("split sizes must not be negative");
-      add_slice(g, in, a[3 + i], dim, start, start + sizes[i], 1);
+      const int64_t end = start + sizes[i];
+      add_slice(g, in, a[3 + i], dim,
+                [start, end](ComputeGraph&) {
+                  return std::make_pair(std::optional<int64_t>(start), std::optional<int64_t>(end));
+                },
+                1);
       start += sizes[i];
     }
     if (g.tensor(in).dim() > 0 && start != g.tensor(in).sizes[dim]) {

@@ -37,6 +37,7 @@ py::dict device_info() {
   d["shader_int64"] = i.shader_int64;
   d["integer_dot_product"] = i.integer_dot_product;
   d["cooperative_matrix"] = i.cooperative_matrix;
+  d["cooperative_matrix_shapes"] = i.cooperative_matrix_shapes;
   return d;
 }
 

@@ -76,7 +76,43 @@ std::string lower(std::string s) {
   return s;
 }
 
+const char* component_name(VkComponentTypeKHR t) {
+  switch (t) {
+    case VK_COMPONENT_TYPE_FLOAT16_KHR: return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_KHR: return "f32";
+    case VK_COMPONENT_TYPE_SINT8_KHR: return "i8";
+    case VK_COMPONENT_TYPE_SINT32_KHR: return "i32";
+    default: return "other";
+  }
+}
+
+std::vector<std::string> cooperative_matrix_shapes(VkPhysicalDevice device) {
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(device, &n, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkCooperativeMatrixPropertiesKHR> props(
+      n, VkCooperativeMatrixPropertiesKHR{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(device, &n, props.data()) != VK_SUCCESS) return {};
+  std::vector<std::string> shapes;
+  for (const auto& p : props) {
+    if (p.scope != VK_SCOPE_SUBGROUP_KHR || p.AType != p.BType || p.CType != p.ResultType) continue;
+    shapes.push_back(std::to_string(p.MSize) + "x" + std::to_string(p.NSize) + "x" +
+                     std::to_string(p.KSize) + " " + component_name(p.AType) + "->" +
+                     component_name(p.CType));
+  }
+  return shapes;
+}
+
 } // namespace
+
+bool DeviceInfo::has_cooperative_matrix_shape(uint32_t m, uint32_t n, uint32_t k,
+                                              const char* a_to_c) const {
+  const std::string want = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                           " " + a_to_c;
+  for (const auto& s : cooperative_matrix_shapes) {
+    if (s == want) return true;
+  }
+  return false;
+}
 
 const char* result_name(VkResult r) {
   switch (r) {
@@ -287,8 +323,25 @@ void Context::create() {
   VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   const bool has_f16i8 = p.apiVersion >= VK_API_VERSION_1_2 ||
                          has_extension(dev_exts, "VK_KHR_shader_float16_int8");
+  VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  const bool has_int_dot = p.apiVersion >= VK_API_VERSION_1_3 ||
+                           has_extension(dev_exts, "VK_KHR_shader_integer_dot_product");
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  const bool has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
+                           vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
   features2.pNext = &storage16;
-  if (has_f16i8) storage16.pNext = &float16int8;
+  void** chain_end = &storage16.pNext;
+  if (has_f16i8) {
+    *chain_end = &float16int8;
+    chain_end = &float16int8.pNext;
+  }
+  if (has_int_dot) {
+    *chain_end = &int_dot;
+    chain_end = &int_dot.pNext;
+  }
+  if (has_coopmat) *chain_end = &coopmat;
   vkGetPhysicalDeviceFeatures2(physical_device_, &features2);
 
   info_.name = p.deviceName;
@@ -298,6 +351,12 @@ void Context::create() {
   info_.subgroup_size = subgroup.subgroupSize;
   info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
   info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
+  // take the large-tensor paths with small tensors (as on a device with a small limit).
+  if (const char* cap = std::getenv("VKDELEGATE_MAX_BINDING_BYTES")) {
+    const unsigned long long bytes = std::strtoull(cap, nullptr, 10);
+    if (bytes > 0 && bytes < info_.max_storage_buffer_range) info_.max_storage_buffer_range = bytes;
+  }
   info_.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
@@ -306,8 +365,9 @@ void Context::create() {
   info_.shader_int64 = features2.features.shaderInt64;
   info_.storage_16bit = storage16.storageBuffer16BitAccess;
   info_.shader_float16 = has_f16i8 && float16int8.shaderFloat16;
-  info_.integer_dot_product = has_extension(dev_exts, "VK_KHR_shader_integer_dot_product");
-  info_.cooperative_matrix = has_extension(dev_exts, "VK_KHR_cooperative_matrix");
+  info_.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct;
+  info_.cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
+  if (info_.cooperative_matrix) info_.cooperative_matrix_shapes = cooperative_matrix_shapes(physical_device_);
 
   // One compute queue.
   n = 0;
@@ -344,13 +404,32 @@ void Context::create() {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   enable_f16.shaderFloat16 = float16int8.shaderFloat16;
   enable_f16.shaderInt8 = float16int8.shaderInt8;
+  VkPhysicalDeviceShaderIntegerDotProductFeatures enable_int_dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  enable_int_dot.shaderIntegerDotProduct = VK_TRUE;
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR enable_coopmat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  enable_coopmat.cooperativeMatrix = VK_TRUE;
   enable.pNext = &enable16;
-  if (has_f16i8) enable16.pNext = &enable_f16;
+  void** enable_end = &enable16.pNext;
+  if (has_f16i8) {
+    *enable_end = &enable_f16;
+    enable_end = &enable_f16.pNext;
+  }
+  if (info_.integer_dot_product) {
+    *enable_end = &enable_int_dot;
+    enable_end = &enable_int_dot.pNext;
+  }
+  if (info_.cooperative_matrix) *enable_end = &enable_coopmat;
 
   std::vector<const char*> device_exts;
   if (p.apiVersion < VK_API_VERSION_1_2 && has_f16i8) {
     device_exts.push_back("VK_KHR_shader_float16_int8");
   }
+  if (p.apiVersion < VK_API_VERSION_1_3 && info_.integer_dot_product) {
+    device_exts.push_back("VK_KHR_shader_integer_dot_product");
+  }
+  if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

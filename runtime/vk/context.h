@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "loader.h"
 
@@ -50,8 +51,12 @@ struct DeviceInfo {
   bool shader_float16 = false;
   bool storage_16bit = false;
   bool shader_int64 = false;
-  bool integer_dot_product = false;
-  bool cooperative_matrix = false;
+  bool integer_dot_product = false;  // shaderIntegerDotProduct, enabled
+  bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix, enabled
+  // Subgroup-scope cooperative matrix shapes the device offers, "MxNxK A->C"
+  // with component types as in GLSL (e.g. "16x16x16 f16->f32").
+  std::vector<std::string> cooperative_matrix_shapes;
+  bool has_cooperative_matrix_shape(uint32_t m, uint32_t n, uint32_t k, const char* a_to_c) const;
 };
 
 class Context {

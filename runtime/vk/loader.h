@@ -8,6 +8,50 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+// VK_KHR_cooperative_matrix arrived in headers 1.3.255; Debian 12 ships 1.3.239.
+// The few declarations we use, as the specification defines them.
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_cooperative_matrix 1
+#define VKD_OWN_COOPMAT_DECLARATIONS 1
+constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR =
+    static_cast<VkStructureType>(1000506000);
+constexpr VkStructureType VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR =
+    static_cast<VkStructureType>(1000506001);
+typedef enum VkComponentTypeKHR {
+  VK_COMPONENT_TYPE_FLOAT16_KHR = 0,
+  VK_COMPONENT_TYPE_FLOAT32_KHR = 1,
+  VK_COMPONENT_TYPE_SINT8_KHR = 3,
+  VK_COMPONENT_TYPE_SINT32_KHR = 5,
+  VK_COMPONENT_TYPE_MAX_ENUM_KHR = 0x7FFFFFFF
+} VkComponentTypeKHR;
+typedef enum VkScopeKHR {
+  VK_SCOPE_SUBGROUP_KHR = 3,
+  VK_SCOPE_MAX_ENUM_KHR = 0x7FFFFFFF
+} VkScopeKHR;
+typedef struct VkCooperativeMatrixPropertiesKHR {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize;
+  uint32_t NSize;
+  uint32_t KSize;
+  VkComponentTypeKHR AType;
+  VkComponentTypeKHR BType;
+  VkComponentTypeKHR CType;
+  VkComponentTypeKHR ResultType;
+  VkBool32 saturatingAccumulation;
+  VkScopeKHR scope;
+} VkCooperativeMatrixPropertiesKHR;
+typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrix;
+  VkBool32 cooperativeMatrixRobustBufferAccess;
+} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
+    VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount,
+    VkCooperativeMatrixPropertiesKHR* pProperties);
+#endif
+
 #define VKD_GLOBAL_FUNCTIONS(X)              \
   X(vkCreateInstance)                        \
   X(vkEnumerateInstanceExtensionProperties)  \
@@ -24,7 +68,8 @@
   X(vkGetPhysicalDeviceMemoryProperties)         \
   X(vkEnumerateDeviceExtensionProperties)        \
   X(vkCreateDevice)                              \
-  X(vkGetDeviceProcAddr)
+  X(vkGetDeviceProcAddr)                         \
+  X(vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
 #define VKD_DEBUG_FUNCTIONS(X)        \
   X(vkCreateDebugUtilsMessengerEXT)   \

@@ -1,0 +1,219 @@
+"""GGUF weights (vkdelegate.gguf): block decoders against gguf.quants, the fused
+et_vk.vkd_linear_gguf on the GPU against the dequantize-then-float reference
+(tight) and the float weights (loose), unsupported types and shapes, and the
+examples' Llama run from GGUF files in llama.cpp's naming and layout."""
+import copy
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from gguf_files import QT, dequantize as reference_dequantize, quantize, write_gguf
+from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
+from vkdelegate.examples.models.llama import Llama
+from vkdelegate.gguf import GGUFLinear, dequantize, llama_config, llama_cpp_names, load_gguf_linears, rope_rows
+from vkdelegate.quant.gguf_linear import random_blocks
+import gguf
+
+TYPES = [QT.Q4_0, QT.Q8_0, QT.Q4_K, QT.Q6_K]
+BLOCK = {QT.Q4_0: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256}
+# Relative error of the quantized linear's output against float weights (loose).
+FLOAT_ERROR = {QT.Q4_0: 0.15, QT.Q8_0: 0.01, QT.Q4_K: 0.15, QT.Q6_K: 0.04}
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+def test_decoders_match_gguf_quants(qtype):
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((5, 2 * BLOCK[qtype])).astype(np.float32)
+    weight[0] = 0  # all-zero blocks: zero scales
+    weight[1, : BLOCK[qtype]] = 3.0  # constant blocks
+    for blocks in (quantize(weight, qtype), random_blocks(int(qtype), 5, 2 * BLOCK[qtype]).numpy()):
+        ours = dequantize(torch.from_numpy(blocks), int(qtype), 5, 2 * BLOCK[qtype]).numpy()
+        np.testing.assert_array_equal(ours, reference_dequantize(blocks, qtype))
+
+
+def _gguf_linear(qtype, weight, bias=None):
+    blocks = torch.from_numpy(quantize(weight.numpy(), qtype))
+    return GGUFLinear(blocks, int(qtype), weight.shape[0], weight.shape[1], bias)
+
+
+# (x sizes, N): M = 1 and M <= 4 take the GEMV path, larger M the tiled one; odd N.
+SHAPES = [((1, 1), 13), ((2, 2), 7), ((2, 37), 33)]
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("lead, n", SHAPES, ids=lambda v: str(v))
+def test_fused_linear_matches_dequantized_and_float(qtype, lead, n):
+    torch.manual_seed(0)
+    k = BLOCK[qtype] * 3  # an odd number of blocks: 96 or 768
+    weight, bias = torch.randn(n, k) * 0.1, torch.randn(n)
+    module = _gguf_linear(qtype, weight, bias).eval()
+    x = torch.randn(*lead, k)
+    em = lower(module, (x,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    blocks = quantize(weight.numpy(), qtype)
+    dequantized = torch.from_numpy(reference_dequantize(blocks, qtype))
+    torch.testing.assert_close(out, torch.nn.functional.linear(x, dequantized, bias), **TOLERANCES["matmul"])
+    assert relative_error(out, torch.nn.functional.linear(x, weight, bias)) < FLOAT_ERROR[qtype]
+
+
+@pytest.mark.parametrize("qtype, k", [(QT.Q4_0, 48), (QT.Q8_0, 100), (QT.Q4_K, 288), (QT.Q6_K, 128)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_k_not_a_multiple_of_the_block_is_rejected(qtype, k):
+    with pytest.raises(ValueError, match=f"multiple of {BLOCK[qtype]}"):
+        GGUFLinear(torch.zeros(7, 64, dtype=torch.uint8), int(qtype), 7, k)
+    with pytest.raises(ValueError, match=f"multiple of {BLOCK[qtype]}"):
+        dequantize(torch.zeros(7 * 64, dtype=torch.uint8), int(qtype), 7, k)
+
+
+def test_partitioner_rejects_what_the_runtime_cannot_run():
+    from vkdelegate.op_registry import REGISTRY
+
+    class Odd(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("words", torch.zeros(64, dtype=torch.int32))
+
+        def forward(self, x):
+            # A K of 48 is no Q4_0 weight: eager refuses too, so trace with a fake kernel only.
+            return torch.ops.et_vk.vkd_linear_gguf(x, self.words, 2, 5, 64, None)
+
+    ep = torch.export.export(Odd(), (torch.randn(2, 64),))
+    node = next(n for n in ep.graph.nodes if n.op == "call_function")
+    node.args = (node.args[0], node.args[1], 6, 5, 64, None)  # Q5_1
+    assert "Q4_0, Q8_0, Q4_K, Q6_K" in REGISTRY.lookup(node)[1]
+    node.args = (node.args[0], node.args[1], 12, 5, 64, None)  # Q4_K with K = 64
+    assert "multiple of 256" in REGISTRY.lookup(node)[1]
+
+
+@pytest.mark.parametrize("qtype", [QT.Q5_1, QT.IQ4_NL, QT.Q5_K], ids=lambda t: t.name)
+def test_unsupported_type_names_tensor_and_type(tmp_path, qtype):
+    path = tmp_path / "unsupported.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    size = gguf.GGML_QUANT_SIZES[qtype]
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((256, 256 // size[0] * size[1]), np.uint8), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    model = _tiny_llama()
+    with pytest.raises(ValueError, match=f"blk.0.attn_q.weight has type {qtype.name}"):
+        load_gguf_linears(model, path)
+
+
+def test_import_gguf_from_the_repo_root_is_the_pypi_package():
+    # The repo root is the vkdelegate package: its gguf.py shadows the PyPI one there.
+    script = "import gguf; print(gguf.__file__); print(gguf.GGUFReader.__name__)"
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert os.path.realpath(result.stdout.split()[0]) != os.path.realpath(os.path.join(REPO_ROOT, "gguf.py"))
+    assert result.stdout.split()[1] == "GGUFReader"
+
+
+# ----------------------------------------------------------------------------
+# The examples' Llama from GGUF files
+
+# K-quants need every K (dim, hidden) a multiple of 256; odd vocab for an odd N.
+LLAMA = dict(vocab=67, dim=256, layers=2, heads=4, kv_heads=2, hidden=512, max_seq_len=16, seed=0)
+
+
+def _tiny_llama():
+    return Llama(**LLAMA).eval()
+
+
+def _write_llama_gguf(path, model, qtype):
+    """The model's weights in llama.cpp's names and layout: Q/K rows permuted for
+    GGML's rope, linears and the embedding quantized to qtype, norms float."""
+    tensors = {}
+    head_dim = LLAMA["dim"] // LLAMA["heads"]
+    params = dict(model.named_parameters())
+    for gguf_name, target in llama_cpp_names(model).items():
+        path_, rows = target if isinstance(target, tuple) else (target, None)
+        value = params[path_].detach().numpy()
+        if rows is not None:
+            permuted = np.empty_like(value)
+            permuted[rows.numpy()] = value
+            value = permuted
+        tensors[gguf_name] = (value, QT.F32 if value.ndim == 1 else qtype)
+    tensors["rope_freqs.weight"] = (np.ones(head_dim // 2, np.float32), QT.F32)
+    writer_path = str(path)
+    write_gguf(writer_path, tensors, extra=dict(
+        context_length=LLAMA["max_seq_len"], embedding_length=LLAMA["dim"], block_count=LLAMA["layers"],
+        feed_forward_length=LLAMA["hidden"], head_count=LLAMA["heads"], head_count_kv=LLAMA["kv_heads"],
+        layer_norm_rms_eps=1e-5, rope_freq_base=10000.0))
+
+
+def _dequantized_model(model, qtype):
+    """The float model with every 2-D weight replaced by gguf.quants' dequantization of its blocks."""
+    deq = copy.deepcopy(model)
+    with torch.no_grad():
+        for _, param in deq.named_parameters():
+            if param.dim() == 2:
+                blocks = quantize(param.detach().numpy(), qtype)
+                param.copy_(torch.from_numpy(reference_dequantize(blocks, qtype)))
+    return deq
+
+
+def test_llama_cpp_rope_rows_undo_the_conversion_permutation():
+    # convert_hf_to_gguf.py: w.reshape(heads, 2, head_dim // 2, -1).swapaxes(1, 2).reshape(w.shape)
+    heads, head_dim = 3, 8
+    w = torch.arange(heads * head_dim * 2).reshape(heads * head_dim, 2)
+    permuted = w.reshape(heads, 2, head_dim // 2, 2).swapaxes(1, 2).reshape(w.shape)
+    assert torch.equal(permuted[rope_rows(heads, head_dim)], w)
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+def test_llama_runs_from_gguf(tmp_path, qtype):
+    path = tmp_path / f"llama-{qtype.name}.gguf"
+    float_model = _tiny_llama()
+    _write_llama_gguf(path, float_model, qtype)
+    assert llama_config(path) == {k: v for k, v in LLAMA.items() if k != "seed"} | dict(eps=1e-5, rope_theta=10000.0)
+
+    model = Llama(**LLAMA).eval()
+    torch.manual_seed(123)
+    for param in model.parameters():  # make sure everything comes from the file
+        torch.nn.init.normal_(param)
+    report = load_gguf_linears(model, path)
+    assert sorted(report.quantized) == sorted(
+        name for name, module in float_model.named_modules() if isinstance(module, torch.nn.Linear))
+    assert set(report.quantized.values()) == {qtype.name}
+    assert report.dequantized == ["tok_embeddings.weight"]
+    assert report.skipped == ["rope_freqs.weight"]
+
+    (tokens,) = Llama.example_inputs(batch=1, seq=9, vocab=LLAMA["vocab"])
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    out = run_pte(em.to_executorch().buffer, (tokens,))[0]
+    with torch.no_grad():
+        dequantized_ref = _dequantized_model(float_model, qtype)(tokens)
+        float_ref = float_model(tokens)
+        eager = model(tokens)
+    torch.testing.assert_close(eager, dequantized_ref, **TOLERANCES["model"])
+    torch.testing.assert_close(out, dequantized_ref, **TOLERANCES["model"])
+    assert relative_error(out, float_ref) < 2 * FLOAT_ERROR[qtype]
+
+
+def test_tied_embeddings_and_missing_tensors(tmp_path):
+    # A file without output.weight (tied embeddings): token_embd feeds the LM head too.
+    float_model = _tiny_llama()
+    path = tmp_path / "tied.gguf"
+    tensors = {}
+    params = dict(float_model.named_parameters())
+    for gguf_name, target in llama_cpp_names(float_model, permuted_qk=False).items():
+        if gguf_name != "output.weight":
+            value = params[target].detach().numpy()
+            tensors[gguf_name] = (value, QT.F32 if value.ndim == 1 else QT.Q8_0)
+    write_gguf(path, tensors)
+    model = _tiny_llama()
+    report = load_gguf_linears(model, path, llama_cpp_names(model, path, permuted_qk=False))
+    assert report.quantized["output"] == "Q8_0"
+    torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.weight, rtol=0, atol=0)
+
+    # Without the tied mapping, the LM head would keep its random weights: strict loading says so.
+    with pytest.raises(ValueError, match="gives nothing for output.weight"):
+        load_gguf_linears(_tiny_llama(), path, llama_cpp_names(_tiny_llama(), permuted_qk=False))
