@@ -1012,6 +1012,79 @@ def _convolution_samples() -> List[SampleCase]:
     ]
 
 
+# ----------------------------------------------------------------------------
+# perf family: convolution with a fused clamp (backends/fuse_conv.py makes it
+# from conv + relu / hardtanh / clamp)
+
+
+def _conv2d_clamp_reference(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                            min, max, residual=None):
+    out = torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    if residual is not None:
+        out = out + residual
+    return torch.clamp(out, min, max)
+
+
+@functools.lru_cache(maxsize=None)
+def conv2d_clamp_op():
+    """`et_vk.vkd_conv2d_clamp.default`: convolution, plus an optional residual of the output's
+    sizes, then clamp to [min, max] (inf for no bound)."""
+    from vkdelegate.quant.library import define
+
+    define("vkd_conv2d_clamp(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+           "int[] dilation, bool transposed, int[] output_padding, int groups, float min, float max, "
+           "Tensor? residual=None) -> Tensor",
+           _conv2d_clamp_reference)
+    return torch.ops.et_vk.vkd_conv2d_clamp.default
+
+
+def _check_conv2d_clamp(node: Node) -> Optional[str]:
+    if arg(node, "transposed"):
+        return "transposed convolution with a fused clamp is not supported"
+    if not arg(node, "min") <= arg(node, "max"):
+        return "min must not exceed max"
+    residual = arg(node, "residual")
+    if residual is not None and tuple(fake_tensor(residual).shape) != tuple(output_tensors(node)[0].shape):
+        return "the residual must have the output's sizes"
+    return _check_convolution(node)
+
+
+class _ConvClamp(torch.nn.Module):
+    def __init__(self, conv: torch.nn.Module, low: float, high: float):
+        super().__init__()
+        self.conv, self.low, self.high = conv, low, high
+
+    def forward(self, x, residual=None):
+        c = self.conv
+        return conv2d_clamp_op()(x, c.weight, c.bias, list(c.stride), list(c.padding), list(c.dilation), False,
+                                 [0] * len(c.stride), c.groups, self.low, self.high, residual)
+
+
+@_seeded
+def _conv2d_clamp_samples() -> List[SampleCase]:
+    nn, inf = torch.nn, float("inf")
+    return [
+        # The direct kernels (fewer than 16 channels per group), relu and relu6 bounds.
+        SampleCase("direct_3x3_relu_batch2", _ConvClamp(nn.Conv2d(3, 5, 3, padding=1), 0.0, inf),
+                   (_values(2, 3, 7, 9),)),
+        SampleCase("depthwise_s2_relu6", _ConvClamp(nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), 0.0, 6.0),
+                   (_values(1, 8, 9, 9, scale=4.0),)),
+        SampleCase("conv1d_clamp_no_bias", _ConvClamp(nn.Conv1d(3, 5, 3, bias=False), -0.5, 0.25),
+                   (_values(2, 3, 13),)),
+        # The implicit-GEMM kernels: wide tiles at larger batch, split-K tiles at batch 1.
+        SampleCase("gemm_batch4_relu", _ConvClamp(nn.Conv2d(8, 67, 3, padding=1), 0.0, inf),
+                   (_values(4, 8, 13, 11),)),
+        SampleCase("gemm_pointwise_min_only", _ConvClamp(nn.Conv2d(33, 40, 1), -0.1, inf), (_values(1, 33, 7, 5),)),
+        SampleCase("gemm_3x3_s2_hardtanh", _ConvClamp(nn.Conv2d(20, 33, 3, stride=2, padding=1), -1.0, 1.0),
+                   (_values(1, 20, 13, 9),)),
+        # A residual added before the clamp (ResNet's conv + add + relu).
+        SampleCase("gemm_residual_relu", _ConvClamp(nn.Conv2d(16, 17, 3, padding=1), 0.0, inf),
+                   (_values(1, 16, 9, 7), _values(1, 17, 9, 7))),
+        SampleCase("direct_residual_no_bound", _ConvClamp(nn.Conv2d(3, 4, 3, padding=1), -inf, inf),
+                   (_values(2, 3, 5, 7), _values(2, 4, 5, 7))),
+    ]
+
+
 def _check_pool_input(node: Node) -> Optional[str]:
     x = fake_tensor(arg(node, "self"))
     if x.dim() not in (3, 4):
@@ -1969,6 +2042,12 @@ REGISTRY = OpRegistry(
                 "1-D and 2-D (rank 3 or 4 input); any stride, padding, dilation, groups (depthwise too); "
                 "optional bias; transposed with output_padding; any batch size. 3-D is not supported.",
                 check=_check_convolution, kind="matmul"),
+        # perf family
+        OpEntry("conv2d_clamp", (conv2d_clamp_op() and exir_ops.edge.et_vk.vkd_conv2d_clamp.default,), _conv2d_clamp_samples,
+                "et_vk.vkd_conv2d_clamp: a convolution (not transposed) whose output is clamped to [min, max]; "
+                "optional residual of the output's sizes added before the clamp; made at preprocess from "
+                "conv [+ add] + relu / hardtanh / clamp (batch norm folded in first).",
+                check=_check_conv2d_clamp, kind="matmul"),
         OpEntry("max_pool2d_with_indices", (aten.max_pool2d_with_indices.default,), _max_pool2d_samples,
                 "[C, H, W] or [N, C, H, W]; any kernel, stride, padding, dilation, ceil_mode; the int64 indices "
                 "are stored as int32 on the GPU.", dtypes=FP32 | {torch.int64}, check=_check_pool_window),

@@ -5,7 +5,9 @@ Runs inside a bundle made by make_bundle.py; needs torch with CUDA, no executorc
 Kernel figures (GB/s, TFLOP/s) compare GPU time only: ours from the runner's
 timestamp queries, PyTorch's from CUDA events. Model figures are per-execute
 latencies: ours include copying the input in and the output out, PyTorch's
-inputs already sit on the GPU.
+inputs already sit on the GPU. The runner reports through --json; it also runs
+each case once on PyTorch's own inputs (--inputs, --dump-outputs), and the
+largest error of its outputs relative to PyTorch CUDA's is recorded per case.
 """
 import argparse
 import datetime
@@ -15,6 +17,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 import torch
 
@@ -25,23 +28,42 @@ from cases import MICRO, QUANT, work_rate  # noqa: E402
 from models import MODELS  # noqa: E402
 
 
-def run_runner(pte, iters, profile):
-    args = [os.path.join(HERE, "vkdelegate_runner"), "--model", os.path.join(HERE, pte),
-            "--iters", str(iters), "--warmup", "10"] + (["--profile"] if profile else [])
-    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"runner failed on {pte}: {r.stderr.strip()[-2000:]}")
-    text = r.stdout
-    lat = re.search(r"latency over \d+ iterations: min ([\d.]+) ms, median ([\d.]+) ms", text)
-    load = re.search(r"load: ([\d.]+) ms", text)
-    device = re.search(r"device: (.*)", text)
-    result = {"min_ms": float(lat.group(1)), "median_ms": float(lat.group(2)),
-              "load_ms": float(load.group(1)), "device": device.group(1).strip()}
+def run_runner(pte, iters, profile, extra=()):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "result.json")
+        args = [os.path.join(HERE, "vkdelegate_runner"), "--model", os.path.join(HERE, pte),
+                "--iters", str(iters), "--warmup", "10", "--json", path] + (["--profile"] if profile else [])
+        r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"runner failed on {pte}: {r.stderr.strip()[-2000:]}")
+        with open(path) as f:
+            result = json.load(f)
     if profile:
-        total = re.search(r"GPU time per dispatch \(total ([\d.]+) us\)", text)
-        result["gpu_us"] = float(total.group(1))
-        result["profile"] = text[text.index("GPU time per dispatch"):]
+        # The runner's own table, for people reading the results.
+        result["profile"] = r.stdout[r.stdout.index("GPU time per dispatch"):]
     return result
+
+
+def max_relative_error(pte, inputs, reference):
+    """Runs the .pte once on `inputs` (CPU tensors) and returns max |ours - ref| / max |ref|
+    over the outputs, ref being PyTorch CUDA's output on the same inputs."""
+    refs = reference if isinstance(reference, (list, tuple)) else [reference]
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, x in enumerate(inputs):
+            with open(os.path.join(tmp, f"input_{i}.bin"), "wb") as f:
+                f.write(x.detach().cpu().contiguous().numpy().tobytes())
+        run_runner(pte, 1, profile=False, extra=["--inputs", tmp, "--dump-outputs", tmp])
+        worst = 0.0
+        for i, ref in enumerate(refs):
+            ref = ref.detach().cpu()
+            with open(os.path.join(tmp, f"output_{i}.bin"), "rb") as f:
+                data = f.read()
+            # force_fp16 keeps float32 outputs where PyTorch's half model gives float16.
+            dtype = torch.float32 if ref.dtype == torch.float16 and len(data) == 4 * ref.numel() else ref.dtype
+            ours = torch.frombuffer(bytearray(data), dtype=dtype).reshape(ref.shape)
+            scale = ref.double().abs().max().clamp_min(1e-30)
+            worst = max(worst, ((ours.double() - ref.double()).abs().max() / scale).item())
+    return worst
 
 
 def cuda_event_ms(fn, iters):
@@ -106,11 +128,12 @@ def main():
         try:
             if case["kind"] == "micro":
                 factory, unit, work = MICRO[name]
-                module, inputs = factory()
+                module, cpu_inputs = factory()
                 module = module.cuda().eval()
-                inputs = [x.cuda() for x in inputs]
+                inputs = [x.cuda() for x in cpu_inputs]
                 with torch.no_grad():
                     torch_ms = cuda_event_ms(lambda: module(*inputs), 50)
+                    row["max_rel_err"] = max_relative_error(case["pte"], cpu_inputs, module(*inputs))
                 ours = run_runner(case["pte"], 20, profile=True)
                 ours_ms = ours["gpu_us"] / 1e3
                 row.update(unit=unit, ours=work_rate(unit, work, ours_ms / 1e3),
@@ -131,15 +154,16 @@ def main():
                            torch=torch_bytes / torch_ms / 1e6, ours_gpu_ms=ours_ms, torch_ms=torch_ms,
                            load_ms=ours["load_ms"], profile=ours["profile"], ratio=torch_ms / ours_ms)
             else:
-                module, inputs = MODELS[case.get("model", name)]()
+                module, cpu_inputs = MODELS[case.get("model", name)]()
                 module = module.cuda().eval()
-                inputs = [x.cuda() for x in inputs]
+                inputs = [x.cuda() for x in cpu_inputs]
                 if case.get("fp16"):  # ours runs force_fp16: PyTorch runs the model in half
                     module = module.half()
                     inputs = [x.half() if x.is_floating_point() else x for x in inputs]
                 with torch.no_grad():
                     eager = wall_ms(lambda: module(*inputs), args.iters)
                     graph = cuda_graph_ms(module, inputs, args.iters)
+                    row["max_rel_err"] = max_relative_error(case["pte"], cpu_inputs, module(*inputs))
                 ours = run_runner(case["pte"], args.iters, profile=False)
                 row.update(unit="ms", ours=ours["median_ms"], torch_eager=eager, torch_graph=graph,
                            load_ms=ours["load_ms"], ratio=ours["median_ms"] / graph)
@@ -163,20 +187,22 @@ def markdown(meta, rows):
     device = next((r["device"] for r in rows if "device" in r), "?")
     lines = [f"Measured {meta['date']} on {device} (PyTorch {meta['torch']} CUDA on {meta['gpu']}, same run).",
              f"Command: `{meta['command']}`", "",
-             "| case | vkdelegate | PyTorch CUDA | ratio | load ms |", "|---|---|---|---|---|"]
+             "| case | vkdelegate | PyTorch CUDA | ratio | load ms | max rel err |", "|---|---|---|---|---|---|"]
     for r in rows:
+        err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else ""
         if "error" in r:
-            lines.append(f"| {r['name']} | error: {r['error'][:80]} | | | |")
+            lines.append(f"| {r['name']} | error: {r['error'][:80]} | | | | |")
         elif r["kind"] in ("micro", "quant"):
             lines.append(f"| {r['name']} ({r['unit']}) | {r['ours']:.1f} | {r['torch']:.1f} | "
-                         f"{r['ratio']:.2f}x | {r['load_ms']:.0f} |")
+                         f"{r['ratio']:.2f}x | {r['load_ms']:.0f} | {err} |")
         else:
             lines.append(f"| {r['name']} latency (ms) | {r['ours']:.3f} | eager {r['torch_eager']:.3f}, "
-                         f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} |")
+                         f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} | {err} |")
     lines.append("")
     lines.append("Kernel rows compare GPU time (our timestamp queries vs CUDA events; ratio > 1 is faster "
                  "than PyTorch; quantized linears: ratio of GPU times). Model rows: per-execute latency incl. host copies vs PyTorch with inputs on "
-                 "the GPU (ratio < 1 is faster than the CUDA graph).")
+                 "the GPU (ratio < 1 is faster than the CUDA graph). Max rel err: max |ours - PyTorch CUDA| / max |PyTorch CUDA| "
+                 "over the outputs, on the same inputs (TF32 off; fp16 rows against PyTorch's half model).")
     return "\n".join(lines) + "\n"
 
 

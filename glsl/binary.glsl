@@ -32,16 +32,23 @@ layout(set = 0, binding = 3) uniform Params {
 
 #include "scalar_math.glslh"
 
+// Same-shape operands: each invocation does ELEMS elements, a workgroup-width
+// apart (coalesced), so a large tensor needs ELEMS times fewer workgroups.
+const int ELEMS = 4;
+
 void main() {
+  if (p.same_shape != 0) {
+    const int width = int(gl_WorkGroupSize.x);
+    const int base = int(flat_group()) * width * ELEMS + int(gl_LocalInvocationID.x);
+    for (int j = 0; j < ELEMS; ++j) {
+      const int i = base + j * width;
+      if (i < p.numel) out_data[i] = T(OP(CT(a_data[i]), CT(b_data[i])));
+    }
+    return;
+  }
   int i = int(flat_index());
   if (i >= p.numel) return;
-  CT a, b;
-  if (p.same_shape != 0) {
-    a = a_data[i];
-    b = b_data[i];
-  } else {
-    a = a_data[strided_offset(i, p.rank, p.out_sizes, p.a_strides)];
-    b = b_data[strided_offset(i, p.rank, p.out_sizes, p.b_strides)];
-  }
+  const CT a = CT(a_data[strided_offset(i, p.rank, p.out_sizes, p.a_strides)]);
+  const CT b = CT(b_data[strided_offset(i, p.rank, p.out_sizes, p.b_strides)]);
   out_data[i] = T(OP(a, b));
 }

@@ -14,13 +14,17 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
+layout(set = 0, binding = 4) readonly buffer Residual { T res_data[]; };
+layout(set = 0, binding = 5) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;
   int KW, stride_h, stride_w, pad_h;
   int pad_w, dil_h, dil_w, groups;
   int icpg, ocpg, oc_blocks, ow_blocks;
   int has_bias, total, pad0, pad1;
+  int has_clamp;
+  float out_min, out_max;
+  int has_residual;
 } p;
 
 void main() {
@@ -72,7 +76,11 @@ void main() {
     const float b = p.has_bias != 0 ? bias_data[oc] : 0.0;
     const int obase = ((n * p.OC + oc) * p.OH + oh) * p.OW;
     for (int t = 0; t < TOW; ++t) {
-      if (ow0 + t < p.OW) out_data[obase + ow0 + t] = T(acc[j][t] + b);
+      if (ow0 + t >= p.OW) continue;
+      float v = acc[j][t] + b;
+      if (p.has_residual != 0) v += float(res_data[obase + ow0 + t]);
+      if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+      out_data[obase + ow0 + t] = T(v);
     }
   }
 }

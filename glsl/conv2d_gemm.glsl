@@ -1,8 +1,17 @@
 // aten.convolution (not transposed) as an implicit GEMM per (batch, group):
 //   out[oc, pix] = sum_k W[oc, k] * X[k, pix],  k = (ic, kh, kw), pix = (oh, ow)
 // where X is the im2col matrix of the input, gathered on the fly into shared
-// memory (never materialized). Each workgroup computes a 64-channel x 64-pixel
+// memory (never materialized). A workgroup computes a TM-channel x TN-pixel
 // tile, each invocation 4 x 4 outputs; K advances in steps of BK.
+// The split-K variants (for few tiles, e.g. batch 1 with small images) have
+// SLICES groups of invocations (local z) walk interleaved K steps of one
+// smaller tile, then sum their partial tiles in shared memory: more
+// workgroups, and each runs SLICES times fewer serial steps (sk16: 16 x 16
+// tiles and 16 slices, for the deepest layers).
+// The host's local size is (TNT, TMT, SLICES).
+// variant conv2d_gemm: TMT=16 TNT=16 SLICES=1 BK=16
+// variant conv2d_gemm_sk: TMT=8 TNT=4 SLICES=8 BK=8
+// variant conv2d_gemm_sk16: TMT=4 TNT=4 SLICES=16 BK=8
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -13,30 +22,40 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
+layout(set = 0, binding = 4) readonly buffer Residual { T res_data[]; };
+layout(set = 0, binding = 5) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;
   int KW, stride_h, stride_w, pad_h;
   int pad_w, dil_h, dil_w, groups;
   int icpg, ocpg, oc_blocks, ow_blocks;
   int has_bias, total, pad0, pad1;
+  int has_clamp;
+  float out_min, out_max;
+  int has_residual;
 } p;
 
-const uint BK = 16;
-const uint TM = gl_WorkGroupSize.y * 4;  // output channels per tile
-const uint TN = gl_WorkGroupSize.x * 4;  // output pixels per tile
-shared float w_tile[BK][TM];
-shared float x_tile[BK][TN];
+#define TM (TMT * 4)  // output channels per tile
+#define TN (TNT * 4)  // output pixels per tile
+#define NT (TMT * TNT)  // invocations per slice
+#define SLICE_FLOATS (BK * (TM + TN))
+#define RED_FLOATS ((SLICES - 1) * TM * TN)
+#define SMEM_FLOATS (SLICES * SLICE_FLOATS > RED_FLOATS ? SLICES * SLICE_FLOATS : RED_FLOATS)
+// Per slice: the weight tile [BK][TM], then the im2col tile [BK][TN]; after
+// the K loop the same memory holds the partial tiles of slices 1.. for the sum.
+shared float smem[SMEM_FLOATS];
 
 void main() {
-  const uint tx = gl_LocalInvocationID.x;
-  const uint ty = gl_LocalInvocationID.y;
-  const uint nthreads = gl_WorkGroupSize.x * gl_WorkGroupSize.y;
-  const uint tid = ty * gl_WorkGroupSize.x + tx;
-  const int pix0 = int(gl_WorkGroupID.x * TN);
-  const int oc0 = int(gl_WorkGroupID.y * TM);
+  const int tx = int(gl_LocalInvocationID.x);
+  const int ty = int(gl_LocalInvocationID.y);
+  const int slice = int(gl_LocalInvocationID.z);
+  const int tid = ty * TNT + tx;
+  const int pix0 = int(gl_WorkGroupID.x) * TN;
+  const int oc0 = int(gl_WorkGroupID.y) * TM;
   const int n = int(gl_WorkGroupID.z) / p.groups;
   const int g = int(gl_WorkGroupID.z) % p.groups;
+  const int wbase_s = slice * SLICE_FLOATS;
+  const int xbase_s = wbase_s + BK * TM;
 
   const int ksize = p.KH * p.KW;
   const int K = p.icpg * ksize;
@@ -44,8 +63,10 @@ void main() {
   const int w_base = g * p.ocpg * K;
   const int in_base = (n * p.C + g * p.icpg) * p.H * p.W;
 
-  const uint my_nn = tid % TN;
-  const int my_pix = pix0 + int(my_nn);
+  // Each invocation gathers im2col values of one pixel (TN divides NT), so
+  // its coordinates are decoded once, above the K loop.
+  const int my_nn = tid % TN;
+  const int my_pix = pix0 + my_nn;
   const bool pix_ok = my_pix < npix;
   const int ih0 = (my_pix / p.OW) * p.stride_h - p.pad_h;
   const int iw0 = (my_pix % p.OW) * p.stride_w - p.pad_w;
@@ -54,18 +75,19 @@ void main() {
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
-  for (int k0 = 0; k0 < K; k0 += int(BK)) {
+  // Every slice runs the same number of steps (barriers need uniform flow);
+  // a slice past the end of K loads zeros.
+  const int steps = (K + BK * SLICES - 1) / (BK * SLICES);
+  for (int s = 0; s < steps; ++s) {
+    const int k0 = (s * SLICES + slice) * BK;
     // Weights [ocpg, K] of this group: walk k fastest (contiguous).
-    for (uint e = tid; e < BK * TM; e += nthreads) {
-      const uint kk = e % BK, mm = e / BK;
-      const int oc = oc0 + int(mm), k = k0 + int(kk);
-      w_tile[kk][mm] = (oc < p.ocpg && k < K) ? w_data[w_base + oc * K + k] : 0.0;
+    for (int e = tid; e < BK * TM; e += NT) {
+      const int kk = e % BK, mm = e / BK;
+      const int oc = oc0 + mm, k = k0 + kk;
+      smem[wbase_s + kk * TM + mm] = (oc < p.ocpg && k < K) ? w_data[w_base + oc * K + k] : 0.0;
     }
-    // im2col rows: walk pixels fastest (neighbouring input columns). Each
-    // invocation keeps one pixel (TN divides the invocation count: the host
-    // uses 16 x 16), so its coordinates are decoded once, above the k loop.
-    for (uint kk = tid / TN; kk < BK; kk += nthreads / TN) {
-      const int k = k0 + int(kk);
+    for (int kk = tid / TN; kk < BK; kk += NT / TN) {
+      const int k = k0 + kk;
       float v = 0.0;
       if (pix_ok && k < K) {
         const int ic = k / ksize, r = k % ksize;
@@ -73,27 +95,45 @@ void main() {
         const int iw = iw0 + (r % p.KW) * p.dil_w;
         if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = in_data[in_base + (ic * p.H + ih) * p.W + iw];
       }
-      x_tile[kk][my_nn] = v;
+      smem[xbase_s + kk * TN + my_nn] = v;
     }
     barrier();
-    for (uint kk = 0; kk < BK; ++kk) {
+    for (int kk = 0; kk < BK; ++kk) {
       float wv[4], xv[4];
-      for (int i = 0; i < 4; ++i) wv[i] = w_tile[kk][ty + i * gl_WorkGroupSize.y];
-      for (int j = 0; j < 4; ++j) xv[j] = x_tile[kk][tx + j * gl_WorkGroupSize.x];
+      for (int i = 0; i < 4; ++i) wv[i] = smem[wbase_s + kk * TM + ty + i * TMT];
+      for (int j = 0; j < 4; ++j) xv[j] = smem[xbase_s + kk * TN + tx + j * TNT];
       for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
     }
     barrier();
   }
 
+#if SLICES > 1
+  if (slice > 0) {
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        smem[((slice - 1) * TM + ty + i * TMT) * TN + tx + j * TNT] = acc[i][j];
+  }
+  barrier();
+  if (slice > 0) return;
+  for (int s = 0; s < SLICES - 1; ++s)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] += smem[(s * TM + ty + i * TMT) * TN + tx + j * TNT];
+#endif
+
   for (int i = 0; i < 4; ++i) {
-    const int oc = oc0 + int(ty + i * gl_WorkGroupSize.y);
+    const int oc = oc0 + ty + i * TMT;
     if (oc >= p.ocpg) continue;
     const int c = g * p.ocpg + oc;
     const float b = p.has_bias != 0 ? bias_data[c] : 0.0;
     for (int j = 0; j < 4; ++j) {
-      const int pix = pix0 + int(tx + j * gl_WorkGroupSize.x);
-      if (pix < npix) out_data[(n * p.OC + c) * npix + pix] = T(acc[i][j] + b);
+      const int pix = pix0 + tx + j * TNT;
+      if (pix >= npix) continue;
+      const int o = (n * p.OC + c) * npix + pix;
+      float v = acc[i][j] + b;
+      if (p.has_residual != 0) v += float(res_data[o]);
+      if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+      out_data[o] = T(v);
     }
   }
 }

@@ -18,6 +18,10 @@ layout(set = 0, binding = 2) uniform Params {
   int pad;
 } p;
 
+// A row of at most CACHE elements per invocation stays in registers: one read
+// of the input instead of three.
+const int CACHE = 16;
+
 void main() {
   const int row = int(flat_group());
   if (row >= p.rows) return;  // uniform across the workgroup
@@ -26,6 +30,36 @@ void main() {
   const int base = outer * p.D * p.inner + in_idx;
   const int t = int(gl_LocalInvocationID.x);
   const int n = int(gl_WorkGroupSize.x);
+
+  if (p.D <= n * CACHE) {  // uniform
+    float v[CACHE];
+    float m = -1.0 / 0.0;
+    for (int j = 0; j < CACHE; ++j) {
+      const int d = t + j * n;
+      v[j] = d < p.D ? float(in_data[base + d * p.inner]) : -1.0 / 0.0;
+      m = max(m, v[j]);
+    }
+    m = workgroup_max(m);
+    float s = 0.0;
+    for (int j = 0; j < CACHE; ++j) {
+      if (t + j * n < p.D) s += exp(v[j] - m);
+    }
+    s = workgroup_sum(s);
+#if LOG_SOFTMAX
+    const float log_s = log(s);
+    for (int j = 0; j < CACHE; ++j) {
+      const int d = t + j * n;
+      if (d < p.D) out_data[base + d * p.inner] = T(v[j] - m - log_s);
+    }
+#else
+    const float inv = 1.0 / s;
+    for (int j = 0; j < CACHE; ++j) {
+      const int d = t + j * n;
+      if (d < p.D) out_data[base + d * p.inner] = T(exp(v[j] - m) * inv);
+    }
+#endif
+    return;
+  }
 
   float m = -1.0 / 0.0;
   for (int d = t; d < p.D; d += n) m = max(m, float(in_data[base + d * p.inner]));

@@ -13,6 +13,17 @@ struct ConvParams {
   int32_t pad_w, dil_h, dil_w, groups;
   int32_t icpg, ocpg, oc_blocks, ow_blocks;
   int32_t has_bias, total, pad0, pad1;
+  // Epilogue of the direct and GEMM kernels: + residual, then clamp to [out_min, out_max].
+  int32_t has_clamp;
+  float out_min, out_max;
+  int32_t has_residual;
+};
+
+// What et_vk.vkd_conv2d_clamp fuses into the convolution's epilogue.
+struct Epilogue {
+  bool clamp = false;
+  float min = 0, max = 0;
+  int residual = -1;  // a tensor of the output's sizes added before the clamp
 };
 
 constexpr int kTileOC = 4;  // TOC of the conv2d variant
@@ -22,6 +33,17 @@ constexpr int kTileOW = 4;  // TOW of both direct variants
 constexpr LocalSize kGemmLocal{16, 16, 1};
 constexpr int64_t kGemmTile = 64;
 constexpr int64_t kGemmMinChannels = 16;
+// Its split-K variant: 32-channel x 16-pixel tiles, 8 slices of K (local
+// (TNT, TMT, SLICES) of conv2d_gemm_sk), for convolutions whose 64 x 64 tiles
+// would leave a large GPU mostly idle (batch 1, small images, deep layers).
+constexpr LocalSize kGemmSkLocal{4, 8, 8};
+constexpr int64_t kGemmSkTileOC = 32;
+constexpr int64_t kGemmSkTilePix = 16;
+constexpr int64_t kGemmSkBelowTiles = 256;
+// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K.
+constexpr LocalSize kGemmSk16Local{4, 4, 16};
+constexpr int64_t kGemmSk16Tile = 16;
+constexpr int64_t kGemmSk16BelowTiles = 128;
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
 std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
@@ -55,11 +77,10 @@ ConvShape conv_shape(ComputeGraph& g, const Tensor& x, const Tensor& w, int64_t 
   return c;
 }
 
-// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
-void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
-  if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
+// `a`: the nine arguments, then the output.
+void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue epi) {
   const int in = a[0], weight = a[1], bias = g.is_null(a[2]) ? -1 : a[2], out = a[9];
-  require_float_same(g, {in, weight, bias, out});
+  require_float_same(g, {in, weight, bias, out, epi.residual});
   const Tensor& x = g.tensor(in);
   const Tensor& w = g.tensor(weight);
   if (x.dim() != 3 && x.dim() != 4) {
@@ -89,10 +110,36 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
   const ConvShape planned = shape_of(g);
   const int64_t ocpg = planned.ocpg;
   const bool depthwise = !transposed && ocpg < kTileOC;
+  if (transposed && (epi.clamp || epi.residual >= 0)) {
+    g.fail("a fused clamp or residual is not supported on a transposed convolution");
+  }
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
-  const std::string shader = transposed ? "conv_transpose2d" : gemm ? "conv2d_gemm" : depthwise ? "conv2d_dw" : "conv2d";
+  bool split_k = false, deep = false;
+  if (gemm) {
+    const Tensor& x = g.tensor(in);
+    const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
+    const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
+    const int64_t OW = (W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1;
+    const int64_t tiles = x.sizes[0] * groups * ((OH * OW + kGemmTile - 1) / kGemmTile) *
+                          ((ocpg + kGemmTile - 1) / kGemmTile);
+    split_k = tiles < kGemmSkBelowTiles;
+    if (split_k) {
+      const int64_t sk_tiles = x.sizes[0] * groups * ((OH * OW + kGemmSkTilePix - 1) / kGemmSkTilePix) *
+                               ((ocpg + kGemmSkTileOC - 1) / kGemmSkTileOC);
+      deep = sk_tiles < kGemmSk16BelowTiles;
+    }
+  }
+  const std::string shader = transposed ? "conv_transpose2d"
+                             : gemm     ? (deep ? "conv2d_gemm_sk16" : split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
+                             : depthwise ? "conv2d_dw"
+                                         : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  g.add_node(g.current_op(), variant(g, shader, in), gemm ? kGemmLocal : kLocal1D, {out, in, weight, bias >= 0 ? bias : weight},
+  const LocalSize local = !gemm ? kLocal1D : deep ? kGemmSk16Local : split_k ? kGemmSkLocal : kGemmLocal;
+  const int64_t tile_m = deep ? kGemmSk16Tile : split_k ? kGemmSkTileOC : kGemmTile;
+  const int64_t tile_n = deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
+  std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
+  if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
+  g.add_node(g.current_op(), variant(g, shader, in), local, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);
@@ -117,14 +164,21 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
                p.oc_blocks = (ocpg + toc - 1) / toc;
                p.ow_blocks = (OW + kTileOW - 1) / kTileOW;
                p.has_bias = bias >= 0;
+               p.has_clamp = epi.clamp;
+               p.out_min = epi.min, p.out_max = epi.max;
+               p.has_residual = epi.residual >= 0;
+               if (epi.residual >= 0 && g.tensor(epi.residual).sizes != o.sizes) {
+                 g.fail("the residual " + sizes_str(g.tensor(epi.residual).sizes) +
+                        " must have the output's sizes " + sizes_str(o.sizes));
+               }
                const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
                p.total = static_cast<int32_t>(total);
                node.set_params(p);
                if (gemm) {
                  const int64_t tiles_z = N * groups;
                  if (tiles_z > 65535) g.fail("batch * groups over 65535 is not supported");
-                 node.groups = {static_cast<uint32_t>((OH * OW + kGemmTile - 1) / kGemmTile),
-                                static_cast<uint32_t>((ocpg + kGemmTile - 1) / kGemmTile),
+                 node.groups = {static_cast<uint32_t>((OH * OW + tile_n - 1) / tile_n),
+                                static_cast<uint32_t>((ocpg + tile_m - 1) / tile_m),
                                 static_cast<uint32_t>(tiles_z)};
                } else {
                  node.set_groups_1d(total, kLocal1D[0]);
@@ -132,10 +186,32 @@ void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
              });
 }
 
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
+void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
+  add_convolution_fused(g, a, Epilogue{});
+}
+
+// et_vk.vkd_conv2d_clamp: the convolution's arguments, min and max (inf: no
+// bound), an optional residual added before the clamp; then the output.
+void add_conv2d_clamp(ComputeGraph& g, const std::vector<int>& a) {
+  if (a.size() != 13) g.fail("expected 12 arguments and 1 output");
+  Epilogue epi;
+  epi.clamp = true;
+  epi.min = static_cast<float>(g.get_double(a[9]));
+  epi.max = static_cast<float>(g.get_double(a[10]));
+  if (!(epi.min <= epi.max)) g.fail("min must not exceed max");
+  epi.residual = g.is_null(a[11]) ? -1 : a[11];
+  std::vector<int> conv_args(a.begin(), a.begin() + 9);
+  conv_args.push_back(a[12]);
+  add_convolution_fused(g, conv_args, epi);
+}
+
 }  // namespace
 
 VKD_REGISTER_OPS(register_conv_ops) {
   register_op("aten.convolution.default", add_convolution);
+  register_op("et_vk.vkd_conv2d_clamp.default", add_conv2d_clamp);
 }
 
 }  // namespace vkd

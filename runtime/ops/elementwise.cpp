@@ -69,18 +69,23 @@ struct BinaryParams {
   int32_t same_shape;
 };
 
+// Same-shape operands: binary.glsl does kBinaryElems elements per invocation.
+constexpr LocalSize kBinaryLocal{256, 1, 1};
+constexpr int64_t kBinaryElems = 4;
+
 // a OP b -> out, all of one dtype.
 void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shader,
                 Types types, float alpha = 1.0f) {
   require_same_dtype(g, {a, b, out});
   require_types(g, out, types);
-  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, a, b},
+  g.add_node(g.current_op(), variant(g, shader, out), kBinaryLocal, {out, a, b},
              [a, b, out, alpha](ComputeGraph& g, Node& node) {
                BinaryParams p{broadcast_params(g, a, b, out), alpha, 0};
                const Sizes& so = g.tensor(out).sizes;
                p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
                node.set_params(p);
-               node.set_groups_1d(g.tensor(out).numel(), kLocal1D[0]);
+               const int64_t n = g.tensor(out).numel();
+               node.set_groups_1d(p.same_shape ? (n + kBinaryElems - 1) / kBinaryElems : n, kBinaryLocal[0]);
              });
 }
 

@@ -1,4 +1,6 @@
 // Matrix products: mm, bmm, addmm, linear, all on the strided matmul shader.
+#include <iterator>
+
 #include "op_utils.h"
 
 namespace vkd {
@@ -13,12 +15,22 @@ struct MatmulParams {
   float alpha, beta, pad1, pad2;
 };
 
-// Each invocation computes 4 x 4 outputs: a (16, 16) workgroup makes a 64 x 64
-// tile, an (8, 8) one a 32 x 32 tile, for problems too small to fill the GPU
-// with large tiles.
-constexpr LocalSize kLargeTiles{16, 16, 1};
-constexpr LocalSize kSmallTiles{8, 8, 1};
+// Tile configurations, largest first: local size and tile (4 * local y rows,
+// 4 * local x columns; each invocation computes 4 x 4 outputs). The host takes
+// the first that still gives enough workgroups to fill a large GPU; the last
+// serves problems too small for any other.
+struct TileConfig {
+  LocalSize local;
+  uint32_t tile_m, tile_n;
+};
+constexpr TileConfig kTileConfigs[] = {
+    {{16, 16, 1}, 64, 64},
+    {{8, 8, 1}, 32, 32},
+};
 constexpr int64_t kEnoughWorkgroups = 128;
+// gemv.glsl: 32 invocations split K for each of 8 outputs per workgroup (the
+// x width must be a power of two for its reduction).
+constexpr LocalSize kGemvLocal{32, 8, 1};
 
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
@@ -46,20 +58,30 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   require_float_same(g, {a, b, bias, out});
   // Tile size from the planned (largest) sizes.
   const Problem planned = shape(g, ids);
-  const int64_t large_groups = ((planned.p.N + 63) / 64) * ((planned.p.M + 63) / 64) * planned.p.batch;
-  const LocalSize local = large_groups >= kEnoughWorkgroups ? kLargeTiles : kSmallTiles;
-  const uint32_t tile = local[0] * 4;
+  const TileConfig* config = &kTileConfigs[std::size(kTileConfigs) - 1];
+  for (const TileConfig& c : kTileConfigs) {
+    const int64_t groups = ((planned.p.N + c.tile_n - 1) / c.tile_n) * ((planned.p.M + c.tile_m - 1) / c.tile_m) *
+                           planned.p.batch;
+    if (groups >= kEnoughWorkgroups) {
+      config = &c;
+      break;
+    }
+  }
+  // One row against a B contiguous in k (a linear weight): a matrix-vector product.
+  const bool gemv = planned.p.M == 1 && planned.p.b_sk == 1;
+  const uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  g.add_node(g.current_op(), variant(g, "matmul", a), local, {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), variant(g, gemv ? "gemv" : "matmul", a), gemv ? kGemvLocal : config->local,
+             {out, a, b, bias >= 0 ? bias : a},
+             [ids, shape, alpha, beta, tile_m, tile_n](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
                pr.p.beta = beta;
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
                node.set_params(pr.p);
-               node.groups = {static_cast<uint32_t>((pr.p.N + tile - 1) / tile),
-                              static_cast<uint32_t>((pr.p.M + tile - 1) / tile),
+               node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
+                              static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
                               static_cast<uint32_t>(pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0) node.groups = {0, 0, 0};
              });

@@ -9,7 +9,11 @@ struct SoftmaxParams {
   int32_t rows, D, inner, pad;
 };
 
+// One workgroup per row: 64 invocations, 256 for long rows (softmax.glsl keeps
+// up to 16 elements per invocation in registers).
 constexpr LocalSize kSoftmaxLocal{64, 1, 1};
+constexpr LocalSize kSoftmaxLongLocal{256, 1, 1};
+constexpr int64_t kLongRow = 1024;
 
 // _softmax(self, dim, half_to_float)
 void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shader) {
@@ -17,8 +21,9 @@ void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shad
   require_float_same(g, {in, out});
   if (g.get_bool(args.at(2))) g.fail("half_to_float is not supported");
   const int64_t dim = g.get_int(args.at(1));
-  normalize_dim(g, dim, g.tensor(in).dim());
-  g.add_node(g.current_op(), variant(g, shader, in), kSoftmaxLocal, {out, in},
+  const Tensor& x = g.tensor(in);
+  const int64_t planned_d = x.dim() == 0 ? 1 : x.sizes[normalize_dim(g, dim, x.dim())];
+  g.add_node(g.current_op(), variant(g, shader, in), planned_d >= kLongRow ? kSoftmaxLongLocal : kSoftmaxLocal, {out, in},
              [in, out, dim](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
                g.tensor(out).sizes = t.sizes;

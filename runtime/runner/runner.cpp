@@ -1,6 +1,8 @@
 // vkdelegate_runner: loads a .pte with the ExecuTorch runtime (no Python), runs
-// a method on made-up inputs and prints the device and latency; --profile adds
-// a per-dispatch GPU time table, --memory the delegates' memory report.
+// a method on made-up inputs (or raw input files, --inputs) and prints the
+// device and latency; --profile adds a per-dispatch GPU time table, --memory
+// the delegates' memory report, --json writes all of it to a file for scripts,
+// --dump-outputs the raw output tensors (to check them against a reference).
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 #include <executorch/runtime/executor/method.h>
@@ -12,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -34,12 +38,16 @@ struct Options {
   int warmup = 3;
   bool profile = false;
   bool memory = false;
+  std::string json;          // write the results here as JSON
+  std::string inputs_dir;    // read input i from DIR/input_<i>.bin (raw, contiguous)
+  std::string outputs_dir;   // write output i to DIR/output_<i>.bin after the timed runs
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: vkdelegate_runner --model FILE.pte [--method forward] [--iters N]\n"
-               "                         [--warmup N] [--profile] [--memory]\n");
+               "                         [--warmup N] [--profile] [--memory] [--json FILE]\n"
+               "                         [--inputs DIR] [--dump-outputs DIR]\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -64,6 +72,12 @@ bool parse(int argc, char** argv, Options& o) {
       o.profile = true;
     } else if (a == "--memory") {
       o.memory = true;
+    } else if (a == "--json") {
+      const char* v = next("--json"); if (!v) return false; o.json = v;
+    } else if (a == "--inputs") {
+      const char* v = next("--inputs"); if (!v) return false; o.inputs_dir = v;
+    } else if (a == "--dump-outputs") {
+      const char* v = next("--dump-outputs"); if (!v) return false; o.outputs_dir = v;
     } else if (a == "-h" || a == "--help") {
       return false;
     } else {
@@ -90,6 +104,24 @@ void fill(ScalarType t, std::vector<uint8_t>& data, std::mt19937& rng) {
   } else {
     std::fill(data.begin(), data.end(), 0);  // indices and masks: zeros are always valid
   }
+}
+
+// Reads exactly data.size() bytes from path.
+bool read_raw(const std::string& path, std::vector<uint8_t>& data) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return false;
+  if (static_cast<size_t>(f.tellg()) != data.size()) return false;
+  f.seekg(0);
+  return static_cast<bool>(f.read(reinterpret_cast<char*>(data.data()), data.size()));
+}
+
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) r += c;
+  }
+  return r + "\"";
 }
 
 }  // namespace
@@ -163,7 +195,15 @@ int main(int argc, char** argv) {
     in.sizes.assign(tm.sizes().begin(), tm.sizes().end());
     in.dim_order.assign(tm.dim_order().begin(), tm.dim_order().end());
     in.data.resize(tm.nbytes());
-    fill(tm.scalar_type(), in.data, rng);
+    if (opt.inputs_dir.empty()) {
+      fill(tm.scalar_type(), in.data, rng);
+    } else {
+      const std::string path = opt.inputs_dir + "/input_" + std::to_string(i) + ".bin";
+      if (!read_raw(path, in.data)) {
+        std::fprintf(stderr, "cannot read %zu bytes of input %zu from %s\n", in.data.size(), i, path.c_str());
+        return 1;
+      }
+    }
     in.impl = std::make_unique<::executorch::runtime::etensor::TensorImpl>(
         tm.scalar_type(), static_cast<ssize_t>(in.sizes.size()), in.sizes.data(), in.data.data(),
         in.dim_order.data());
@@ -196,6 +236,29 @@ int main(int argc, char** argv) {
   std::printf("latency over %d iterations: min %.3f ms, median %.3f ms\n", opt.iters, ms.front(),
               ms[ms.size() / 2]);
 
+  if (!opt.outputs_dir.empty()) {
+    for (size_t i = 0; i < method->outputs_size(); ++i) {
+      const et::EValue& v = method->get_output(i);
+      if (!v.isTensor()) continue;
+      const auto t = v.toTensor();
+      const std::string path = opt.outputs_dir + "/output_" + std::to_string(i) + ".bin";
+      std::ofstream f(path, std::ios::binary);
+      f.write(static_cast<const char*>(t.const_data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+      if (!f) {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
+        return 1;
+      }
+    }
+  }
+  std::ostringstream js;
+  js.precision(9);
+  js << "{\"device\": " << json_string(ctx->info().name + " (" + ctx->info().type + ", Vulkan " +
+                                        std::to_string(VK_API_VERSION_MAJOR(ctx->info().api_version)) + "." +
+                                        std::to_string(VK_API_VERSION_MINOR(ctx->info().api_version)) + ")")
+     << ", \"model\": " << json_string(opt.model) << ", \"delegates\": " << graphs.size()
+     << ", \"load_ms\": " << load_ms << ", \"iters\": " << opt.iters << ", \"min_ms\": " << ms.front()
+     << ", \"median_ms\": " << ms[ms.size() / 2];
+
   if (opt.memory) {
     for (size_t i = 0; i < graphs.size(); ++i) {
       const vkd::MemoryReport r = graphs[i]->memory_report();
@@ -215,10 +278,19 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
         return 1;
       }
+      double all = 0;
+      bool first = true;
+      js << ", \"dispatches\": [";
       for (size_t i = 0; i < graphs.size(); ++i) {
         const auto& t = graphs[i]->timings();
         double total = 0;
         for (const auto& n : t) total += n.us;
+        all += total;
+        for (size_t k = 0; k < t.size(); ++k) {
+          js << (first ? "" : ", ") << "{\"delegate\": " << i << ", \"op\": " << json_string(t[k].op)
+             << ", \"shape\": " << json_string(t[k].shape) << ", \"us\": " << t[k].us << "}";
+          first = false;
+        }
         std::printf("delegate %zu GPU time per dispatch (total %.1f us):\n", i, total);
         std::printf("  %-4s %-32s %-24s %10s %7s\n", "#", "op", "output", "us", "share");
         for (size_t k = 0; k < t.size(); ++k) {
@@ -226,8 +298,18 @@ int main(int argc, char** argv) {
                       t[k].us, total > 0 ? 100.0 * t[k].us / total : 0.0);
         }
       }
+      js << "], \"gpu_us\": " << all;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "profiling unavailable: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (!opt.json.empty()) {
+    js << "}\n";
+    std::ofstream f(opt.json);
+    f << js.str();
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", opt.json.c_str());
       return 1;
     }
   }
