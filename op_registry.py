@@ -2346,7 +2346,7 @@ def _check_one_float_dtype(node: Node) -> Optional[str]:
 _FLOAT16_ENTRIES = frozenset({
     "abs", "adaptive_avg_pool2d", "add", "addmm", "alias_copy", "amax", "amin", "arange", "argmax", "argmin",
     "avg_pool2d", "batch_norm_inference", "bmm", "cat", "clamp", "clone", "comparison", "constant_pad_nd",
-    "convolution", "cos", "div", "div_rounding", "elu", "embedding", "erf", "exp", "expand_copy", "flip",
+    "conv2d_clamp", "convolution", "cos", "div", "div_rounding", "elu", "embedding", "erf", "exp", "expand_copy", "flip",
     "full", "full_like", "gather", "gelu", "grid_sampler_2d", "hardsigmoid", "hardswish", "hardtanh", "index",
     "index_select", "leaky_relu", "linear", "log", "log10", "log_softmax", "logical", "logical_not",
     "max_dim", "max_pool2d_with_indices", "maximum", "mean", "min_dim", "minimum", "mm", "mul",

@@ -48,6 +48,10 @@ def _f32(*shape):
     return torch.randn(*shape)
 
 
+def _f16(*shape):
+    return _f32(*shape).half()
+
+
 M64 = 64 * 1024 * 1024
 
 # name -> (factory returning (module, inputs), unit, amount of work per run)
@@ -55,6 +59,8 @@ MICRO = {
     "add_64M_fp32": (lambda: (Add(), (_f32(M64), _f32(M64))), "GB/s", 3 * 4 * M64),
     "mm_fp32_1024": (lambda: (MatMul(), (_f32(1024, 1024), _f32(1024, 1024))), "TFLOP/s", 2 * 1024**3),
     "mm_fp32_4096": (lambda: (MatMul(), (_f32(4096, 4096), _f32(4096, 4096))), "TFLOP/s", 2 * 4096**3),
+    # fp16 storage, float accumulation (no cooperative-matrix kernel yet); PyTorch uses tensor cores.
+    "mm_fp16_4096": (lambda: (MatMul(), (_f16(4096, 4096), _f16(4096, 4096))), "TFLOP/s", 2 * 4096**3),
     "softmax_4096x4096": (lambda: (Softmax(), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "layer_norm_4096x4096": (lambda: (LayerNorm(4096), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "conv3x3_64c_56_b1": (lambda: (Conv3x3(), (_f32(1, 64, 56, 56),)), "TFLOP/s", 2 * 64 * 64 * 9 * 56 * 56),
