@@ -10,7 +10,10 @@ for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig
 tools=/tmp/vktools
 mkdir -p "$tools"
-for f in "$root"/.gltools/*.deb; do dpkg -x "$f" "$tools"; done
+# Optional (leave .gltools out of carry when a large bundle needs the room).
+if [ -d "$root/.gltools" ]; then
+  for f in "$root"/.gltools/*.deb; do dpkg -x "$f" "$tools"; done
+fi
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 export VK_LAYER_PATH=$tools/usr/share/vulkan/explicit_layer.d
