@@ -142,18 +142,38 @@ def test_symint_arithmetic_in_view_and_expand_sizes():
 
 
 class SliceToLength(torch.nn.Module):
-    """slice_copy with a symbolic end: its runtime reads the end at build only."""
+    """slice_copy with a symbolic end: the runtime reads it at every resize."""
 
     def forward(self, x, table):
         return table[:, : x.shape[1]] + x
 
 
-def test_ops_without_symint_args_stay_on_cpu_and_results_stay_right():
+class RollByLength(torch.nn.Module):
+    """roll with a symbolic shift decomposes into scalar_tensor(symbolic value) and index
+    arithmetic; scalar_tensor takes no symbolic args, so it stays on CPU."""
+
+    def forward(self, x, table):
+        return torch.roll(table, x.shape[1], 1)[:, :1] + x
+
+
+def test_symbolic_slice_end_runs_on_the_gpu_at_every_size():
     model = SliceToLength().eval()
     seq = torch.export.Dim("seq", min=1, max=16)
     table = torch.randn(1, 16, 4)
     em = lower(model, (torch.randn(1, 8, 4), table), dynamic_shapes=({1: seq}, {}))
-    assert any("slice_copy" in op for op in cpu_ops(em))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    method = load(em)
+    for t in (1, 16, 5):
+        x = torch.randn(1, t, 4)
+        torch.testing.assert_close(method.execute([x, table])[0], model(x, table))
+
+
+def test_ops_without_symint_args_stay_on_cpu_and_results_stay_right():
+    model = RollByLength().eval()
+    seq = torch.export.Dim("seq", min=1, max=16)
+    table = torch.randn(1, 16, 4)
+    em = lower(model, (torch.randn(1, 8, 4), table), dynamic_shapes=({1: seq}, {}))
+    assert any("scalar_tensor" in op for op in cpu_ops(em)), cpu_ops(em)
     method = load(em)
     for t in (1, 16, 5):
         x = torch.randn(1, t, 4)

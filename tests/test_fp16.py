@@ -1,6 +1,7 @@
 """fp16 inference: force_fp16 (float32 at the boundary, float16 inside) and model.half()
 (float16 end to end), on the example models, against eager float32."""
 import copy
+import math
 import os
 import subprocess
 import sys
@@ -60,11 +61,15 @@ def test_half_model_runs_in_fp16_and_matches_fp32_eager(name):
 
 def test_force_fp16_halves_planned_and_constant_bytes():
     model, inputs = MODELS["resnet18"]()
-    reports = [_vkdelegate.Graph(only_blob(lower(model, inputs, options))).memory_report()
-               for options in (None, {"force_fp16": True})]
-    fp32, fp16 = reports
+    blobs = [only_blob(lower(model, inputs, options)) for options in (None, {"force_fp16": True})]
+    fp32, fp16 = (_vkdelegate.Graph(blob).memory_report() for blob in blobs)
     assert fp16["constant_bytes"] <= fp32["constant_bytes"] / 2 + 1024
-    assert fp16["planned_bytes"] <= fp32["planned_bytes"] / 2 + 1024
+    # Float intermediates halve; integer ones (max_pool's indices, int32 on the GPU) keep their
+    # size, and may now need an object of their own.
+    int_bytes = sum(4 * math.prod(v.sizes) for v in deserialize_blob(blobs[1]).values
+                    if isinstance(v, TensorValue) and v.dtype not in (DType.float32, DType.float16))
+    assert int_bytes > 0
+    assert fp16["planned_bytes"] <= fp32["planned_bytes"] / 2 + int_bytes
 
 
 def test_force_fp16_keeps_integer_tensors():
