@@ -98,3 +98,17 @@ QUANT = {
 
 def work_rate(unit, work, seconds):
     return work / seconds / (1e9 if unit == "GB/s" else 1e12)
+
+
+def round_weights_bf16(module):
+    """Rounds every float parameter and buffer to a bfloat16-representable float32
+    (the low 16 bits zero), in place. The model still runs in float32 with the
+    same cost; its .pte then compresses to about half (xz), which lets ResNet-50
+    (a 102 MB .pte) travel in a bundle under 64 MiB. Both sides of the comparison
+    use the rounded weights."""
+    import torch
+    with torch.no_grad():
+        for t in list(module.parameters()) + list(module.buffers()):
+            if t.is_floating_point():
+                t.copy_(t.to(torch.bfloat16).to(t.dtype))
+    return module

@@ -8,9 +8,13 @@ model definitions. Prints the command to run on the GPU machine.
     python benchmarks/make_bundle.py --models resnet18    # other models (bundles must stay < 64 MiB)
     python benchmarks/make_bundle.py --fp16-models resnet50  # fp16 rows (force_fp16), as NAME_fp16
     python benchmarks/make_bundle.py --quant linear_8da4w_g32_4096x4096_m1   # other quantized linears
+    python benchmarks/make_bundle.py --compressed-models resnet50 --micro --models --fp16-models --quant
+        # fp32 rows whose .pte is too large: weights rounded to bf16-representable
+        # values (still fp32 math), .pte stored xz-compressed, unpacked on the GPU machine
 """
 import argparse
 import json
+import lzma
 import os
 import shutil
 import sys
@@ -23,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from cases import MICRO, QUANT  # noqa: E402
+from cases import MICRO, QUANT, round_weights_bf16  # noqa: E402
 from vkdelegate.examples.models import MODELS  # noqa: E402
 from vkdelegate.partitioner import VulkanPartitioner  # noqa: E402
 
@@ -59,6 +63,7 @@ def main():
     ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
     # fp16 rows: lowered with force_fp16, compared with PyTorch CUDA running model.half().
     ap.add_argument("--fp16-models", nargs="*", default=["mobilenet_v2", "resnet18"])
+    ap.add_argument("--compressed-models", nargs="*", default=[])
     ap.add_argument("--out", default=os.path.join(HERE, "bundle"))
     args = ap.parse_args()
 
@@ -90,9 +95,18 @@ def main():
             print(f"skip fp16 model {name}: not in examples/models")
             continue
         cases.append(("model", name + "_fp16", MODELS[name], {"force_fp16": True}))
+    for name in args.compressed_models:
+        if name not in MODELS:
+            print(f"skip compressed model {name}: not in examples/models")
+            continue
+        cases.append(("model", name, MODELS[name], {"compress": True}))
     entries = []
     for kind, name, factory, options in cases:
         module, inputs = factory()
+        compress = bool(options and options.pop("compress", False))
+        if compress:
+            round_weights_bf16(module)
+        options = options or None
         try:
             pte, delegates, on_cpu = lower(module, inputs, options)
         except Exception as e:
@@ -101,9 +115,15 @@ def main():
         if delegates != 1 or on_cpu:
             print(f"skip {name}: {delegates} delegates, on CPU: {on_cpu}")
             continue
-        with open(os.path.join(args.out, name + ".pte"), "wb") as f:
-            f.write(pte)
         entry = {"name": name, "kind": kind, "pte": name + ".pte"}
+        if compress:
+            # bench_gpu.py unpacks it to NAME.pte and rounds PyTorch's weights the same way.
+            entry.update(pte_xz=name + ".pte.xz", weights="bf16_rounded")
+            with open(os.path.join(args.out, entry["pte_xz"]), "wb") as f:
+                f.write(lzma.compress(pte, preset=6))
+        else:
+            with open(os.path.join(args.out, name + ".pte"), "wb") as f:
+                f.write(pte)
         if options and options.get("force_fp16"):
             entry.update(model=name[: -len("_fp16")], fp16=True)
         entries.append(entry)
