@@ -12,10 +12,8 @@ largest error of its outputs relative to PyTorch CUDA's is recorded per case.
 import argparse
 import datetime
 import json
-import lzma
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -123,11 +121,6 @@ def main():
     with open(os.path.join(HERE, "manifest.json")) as f:
         manifest = json.load(f)
 
-    for case in manifest["cases"]:  # .pte files that travelled compressed
-        if "pte_xz" in case and not os.path.exists(os.path.join(HERE, case["pte"])):
-            with lzma.open(os.path.join(HERE, case["pte_xz"])) as src, open(os.path.join(HERE, case["pte"]), "wb") as dst:
-                shutil.copyfileobj(src, dst)
-
     rows = []
     for case in manifest["cases"]:
         name = case["name"]
@@ -162,7 +155,7 @@ def main():
                            load_ms=ours["load_ms"], profile=ours["profile"], ratio=torch_ms / ours_ms)
             else:
                 module, cpu_inputs = MODELS[case.get("model", name)]()
-                if case.get("weights") == "bf16_rounded":
+                if case.get("weights") == "bf16_rounded":  # make_bundle --round-weights
                     round_weights_bf16(module)
                     row["weights"] = case["weights"]
                 module = module.cuda().eval()
@@ -206,7 +199,7 @@ def markdown(meta, rows):
             lines.append(f"| {r['name']} ({r['unit']}) | {r['ours']:.1f} | {r['torch']:.1f} | "
                          f"{r['ratio']:.2f}x | {r['load_ms']:.0f} | {err} |")
         else:
-            label = r["name"] + (" (weights rounded to bf16 values, fp32 math)" if r.get("weights") else "")
+            label = r["name"] + (" (weights rounded to bf16 values)" if r.get("weights") else "")
             lines.append(f"| {label} latency (ms) | {r['ours']:.3f} | eager {r['torch_eager']:.3f}, "
                          f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} | {err} |")
     lines.append("")

@@ -19,4 +19,13 @@ export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d
 export VK_LAYER_PATH=$tools/usr/share/vulkan/explicit_layer.d
 export LD_LIBRARY_PATH=$tools/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
+# make_bundle.py --compress: unpack what travelled xz-compressed.
+python3 - <<'PY'
+import glob, lzma, os, shutil
+for path in glob.glob("*.xz"):
+    with lzma.open(path) as src, open(path[:-3], "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    shutil.copymode(path, path[:-3])
+    os.remove(path)
+PY
 python3 bench_gpu.py --out "$out" "${@:2}"
