@@ -15,6 +15,11 @@ tensor's dtype). A variant may narrow that list for
 itself, for bodies that only make sense for some types:
     // variant NAME(i32): DEFINE=VALUE
 
+A shader whose reductions come from workgroup_reduce.glslh declares
+    // subgroup-variants
+and every variant is also built as NAME_sg (WG_SUBGROUP=1: subgroup arithmetic);
+the runtime's variant() takes it where the device has subgroup arithmetic.
+
 A shader that needs GLSL extensions newer compilers have declares them:
     // requires: GL_KHR_cooperative_matrix GL_EXT_integer_dot_product
     // target-env: vulkan1.3        (optional; default vulkan1.1)
@@ -31,6 +36,7 @@ import sys
 
 VARIANT = re.compile(r"^//\s*variant\s+(\w+)\s*(?:\(([\w ]+)\))?\s*:(.*)$")
 DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
+SUBGROUP_VARIANTS = re.compile(r"^//\s*subgroup-variants\s*$")
 REQUIRES = re.compile(r"^//\s*requires\s*:(.*)$")
 TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
 DEFAULT_TARGET_ENV = "vulkan1.1"
@@ -43,9 +49,11 @@ STORAGE_DEFINES = {
 
 
 def variants_of(path):
-    found, dtypes = [], None
+    found, dtypes, subgroup = [], None, False
     with open(path) as f:
         for line in f:
+            if SUBGROUP_VARIANTS.match(line.strip()):
+                subgroup = True
             m = VARIANT.match(line.strip())
             if m:
                 only = m.group(2).split() if m.group(2) else None
@@ -58,6 +66,8 @@ def variants_of(path):
                     sys.exit(f"{path}: unknown dtypes {sorted(unknown)}")
     if not found:
         found.append((os.path.splitext(os.path.basename(path))[0], [], None))
+    if subgroup:
+        found += [(name + "_sg", defines + ["WG_SUBGROUP=1"], only) for name, defines, only in found]
     if not dtypes:
         if any(only for _, _, only in found):
             sys.exit(f"{path}: a variant names dtypes but the shader has no dtypes line")

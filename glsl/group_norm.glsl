@@ -1,6 +1,7 @@
 // native_group_norm: one workgroup per (n, group), whose C / groups * HxW
 // elements are contiguous; two passes (mean, then variance around it). Writes
 // mean and rstd per (n, group) and the per-channel affine output.
+// subgroup-variants
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

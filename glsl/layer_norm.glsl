@@ -2,6 +2,7 @@
 //   out = (x - mean) * rstd * weight + bias, also writing mean and rstd per row.
 // One workgroup per row; mean first, then the variance around it (two passes
 // keep precision for rows with a large mean).
+// subgroup-variants
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

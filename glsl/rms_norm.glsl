@@ -1,6 +1,7 @@
 // rms_norm over the trailing `D` elements of each row:
 //   out = x * rsqrt(mean(x^2) + eps) * weight
 // One workgroup per row.
+// subgroup-variants
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -2,6 +2,7 @@
 // one workgroup reduces one (outer, inner) row of D elements with stride inner.
 // variant softmax: LOG_SOFTMAX=0
 // variant log_softmax: LOG_SOFTMAX=1
+// subgroup-variants
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -130,6 +130,7 @@ class ComputeGraph {
 
   void set_profiling(bool on);
   const std::vector<NodeTiming>& timings() const { return timings_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
   MemoryReport memory_report() const;
   std::mutex& mutex() { return mutex_; }
 

@@ -20,10 +20,12 @@ inline void require_float(ComputeGraph& g, int id) {
   }
 }
 
-// The shader variant of `base` for the storage type of tensor `id`.
-inline std::string variant(ComputeGraph& g, const std::string& base, int id) {
-  return base + "_" + storage_suffix(g.tensor(id).dtype);
-}
+// The shader variant of `base` for the storage type of tensor `id`. A shader
+// with `// subgroup-variants` (glsl/workgroup_reduce.glslh) gives NAME_sg_T, with
+// subgroup reductions, where the device has subgroup arithmetic in compute
+// shaders, unless VKDELEGATE_NO_SUBGROUP_OPS is set (to compare, or to test the
+// shared-memory reductions on such a device). op_utils.cpp.
+std::string variant(ComputeGraph& g, const std::string& base, int id);
 
 inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {
   const DType first = g.tensor(*ids.begin()).dtype;

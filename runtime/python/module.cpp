@@ -29,6 +29,7 @@ py::dict device_info() {
                      std::to_string(VK_API_VERSION_MINOR(i.api_version)) + "." +
                      std::to_string(VK_API_VERSION_PATCH(i.api_version));
   d["subgroup_size"] = i.subgroup_size;
+  d["subgroup_arithmetic"] = i.subgroup_arithmetic;
   d["max_shared_memory"] = i.max_shared_memory;
   d["max_storage_buffer_range"] = i.max_storage_buffer_range;
   d["timestamps"] = i.timestamps;
@@ -97,6 +98,16 @@ py::list timings(const ComputeGraph& g) {
   return l;
 }
 
+// The shader variant of each dispatch, in order (which kernel a shape or a
+// device feature selected).
+py::list shaders(const ComputeGraph& g) {
+  py::list l;
+  for (const Node& n : g.nodes()) {
+    if (n.pipeline) l.append(n.pipeline->shader);
+  }
+  return l;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_vkdelegate, m) {
@@ -126,5 +137,6 @@ PYBIND11_MODULE(_vkdelegate, m) {
       .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")
       .def("memory_report", &memory_report)
       .def("set_profiling", &ComputeGraph::set_profiling)
+      .def("shaders", &shaders, "the shader variant of each dispatch, in order")
       .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run");
 }

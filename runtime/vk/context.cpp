@@ -349,6 +349,9 @@ void Context::create() {
   info_.api_version = p.apiVersion;
   info_.vendor_id = p.vendorID;
   info_.subgroup_size = subgroup.subgroupSize;
+  info_.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
   info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
   info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can

@@ -40,6 +40,7 @@ struct DeviceInfo {
   uint32_t api_version = 0;
   uint32_t vendor_id = 0;
   uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;  // subgroupAdd/Max/... in compute shaders
   uint32_t max_shared_memory = 0;
   VkDeviceSize max_storage_buffer_range = 0;
   VkDeviceSize min_uniform_offset_alignment = 0;
