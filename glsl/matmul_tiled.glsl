@@ -16,15 +16,31 @@
 // Rows of the shared tiles are padded by 4 floats against bank conflicts of
 // the transposed stores.
 // float32 only (fp16 products go to matmul.glsl or the cooperative-matrix path).
-// variant matmul_tiled_nb: B_KMAJOR=0 BK=8
-// variant matmul_tiled_kb: B_KMAJOR=1 BK=8
-// variant matmul_tiled16_nb: B_KMAJOR=0 BK=16
-// variant matmul_tiled16_kb: B_KMAJOR=1 BK=16
+// Variants "w" lay a subgroup of 32 out as 8 x 4 invocations (fewer distinct
+// shared addresses per load) instead of 16 x 2.
+// Variants "u" unroll the K steps by two (constant buffer indices) and the
+// products of a step ([[unroll]]).
+// variant matmul_tiled_nb: B_KMAJOR=0 BK=8 WARP2D=0 UNROLL=0
+// variant matmul_tiled_kb: B_KMAJOR=1 BK=8 WARP2D=0 UNROLL=0
+// variant matmul_tiledu_nb: B_KMAJOR=0 BK=8 WARP2D=0 UNROLL=1
+// variant matmul_tiledu_kb: B_KMAJOR=1 BK=8 WARP2D=0 UNROLL=1
+// variant matmul_tiledw_nb: B_KMAJOR=0 BK=8 WARP2D=1 UNROLL=0
+// variant matmul_tiledw_kb: B_KMAJOR=1 BK=8 WARP2D=1 UNROLL=0
+// variant matmul_tiled16_nb: B_KMAJOR=0 BK=16 WARP2D=0 UNROLL=0
+// variant matmul_tiled16_kb: B_KMAJOR=1 BK=16 WARP2D=0 UNROLL=0
+// variant matmul_tiled16u_nb: B_KMAJOR=0 BK=16 WARP2D=0 UNROLL=1
+// variant matmul_tiled16u_kb: B_KMAJOR=1 BK=16 WARP2D=0 UNROLL=1
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
+#if UNROLL
+#define UNROLL_KK [[unroll]]
+#else
+#define UNROLL_KK
+#endif
 
 // Each buffer is declared twice (the same binding): as vec4 for the aligned
 // path, as scalars for the rest.
@@ -40,7 +56,7 @@ layout(set = 0, binding = 4) uniform Params {
   int a_sb, a_sm, a_sk, b_sb;
   int b_sk, b_sn, c_sb, bias_sb;
   int bias_sm, bias_sn, has_bias, aligned;
-  float alpha, beta, pad1, pad2;
+  float alpha, beta, group_m, pad2;  // group_m: workgroup rows per swizzle group (0: none)
 } p;
 
 const uint WX = gl_WorkGroupSize.x;
@@ -168,11 +184,32 @@ void store4(int b, int m, int n, vec4 v) {
   store4(b, M + 3, N, P##3)
 
 void main() {
+  const uint tid = gl_LocalInvocationID.y * WX + gl_LocalInvocationID.x;
+#if WARP2D
+  // Lanes 8 x 4 within each group of 32 invocations (WX is 8 or 16, WY a multiple of 4).
+  const uint lane = tid & 31u, w = tid >> 5;
+  const uint tx = (w % (WX / 8)) * 8 + (lane & 7u);
+  const uint ty = (w / (WX / 8)) * 4 + (lane >> 3);
+#else
   const uint tx = gl_LocalInvocationID.x;
   const uint ty = gl_LocalInvocationID.y;
-  const uint tid = ty * WX + tx;
-  const int m0 = int(gl_WorkGroupID.y * TM);
-  const int n0 = int(gl_WorkGroupID.x * TN);
+#endif
+  // Tile (row tm, column tn); with group_m, consecutive workgroups walk down
+  // group_m tile rows before moving right, so that they share rows of A and
+  // columns of B in the cache.
+  uint tm = gl_WorkGroupID.y, tn = gl_WorkGroupID.x;
+  const uint group = uint(p.group_m);
+  if (group > 0u) {
+    const uint num_m = gl_NumWorkGroups.y, num_n = gl_NumWorkGroups.x;
+    const uint id = gl_WorkGroupID.y * num_n + gl_WorkGroupID.x;
+    const uint first = (id / (group * num_n)) * group;
+    const uint rows = min(num_m - first, group);
+    const uint r = id % (group * num_n);
+    tm = first + r % rows;
+    tn = r / rows;
+  }
+  const int m0 = int(tm * TM);
+  const int n0 = int(tn * TN);
   const int b = int(gl_WorkGroupID.z);
   const int a_base = b * p.a_sb;
   const int b_base = b * p.b_sb;
@@ -196,34 +233,48 @@ void main() {
   barrier();
 
   const int steps = (p.K + int(BK) - 1) / int(BK);
+  // One step s on buffer CUR: the next step's loads, the products, the stores
+  // into the other buffer.
+#define STEP(S, CUR)                                                   \
+  {                                                                    \
+    const bool more = (S) + 1 < steps;                                 \
+    if (more) {                                                        \
+      const int k1 = ((S) + 1) * int(BK);                              \
+      pa0 = fetch_a(a_base, m0, k1, tid);                              \
+      pb0 = fetch_b(b_base, n0, k1, tid);                              \
+      if (A_LOADS > 1) pa1 = fetch_a(a_base, m0, k1, tid + NT);        \
+      if (B_LOADS > 1) pb1 = fetch_b(b_base, n0, k1, tid + NT);        \
+    }                                                                  \
+    UNROLL_KK for (uint kk = 0; kk < BK; ++kk) {                       \
+      const vec4 a0 = a_tile[CUR][kk][ty];                             \
+      const vec4 a1 = a_tile[CUR][kk][ty + TM / 8];                    \
+      const vec4 b0 = b_tile[CUR][kk][tx];                             \
+      const vec4 b1 = b_tile[CUR][kk][tx + TN / 8];                    \
+      FMA4(c00_, a0, b0);                                              \
+      FMA4(c01_, a0, b1);                                              \
+      FMA4(c10_, a1, b0);                                              \
+      FMA4(c11_, a1, b1);                                              \
+    }                                                                  \
+    if (more) {                                                        \
+      store_a((CUR) ^ 1u, tid, pa0);                                   \
+      store_b((CUR) ^ 1u, tid, pb0);                                   \
+      if (A_LOADS > 1) store_a((CUR) ^ 1u, tid + NT, pa1);             \
+      if (B_LOADS > 1) store_b((CUR) ^ 1u, tid + NT, pb1);             \
+    }                                                                  \
+    barrier();                                                         \
+  }
+#if UNROLL
+  // Two steps per iteration: the buffer indices are constants.
+  for (int s = 0; s < steps; s += 2) {
+    STEP(s, 0u);
+    if (s + 1 < steps) STEP(s + 1, 1u);
+  }
+#else
   for (int s = 0; s < steps; ++s) {
     const uint cur = uint(s) & 1u;
-    const bool more = s + 1 < steps;
-    if (more) {
-      const int k1 = (s + 1) * int(BK);
-      pa0 = fetch_a(a_base, m0, k1, tid);
-      pb0 = fetch_b(b_base, n0, k1, tid);
-      if (A_LOADS > 1) pa1 = fetch_a(a_base, m0, k1, tid + NT);
-      if (B_LOADS > 1) pb1 = fetch_b(b_base, n0, k1, tid + NT);
-    }
-    for (uint kk = 0; kk < BK; ++kk) {
-      const vec4 a0 = a_tile[cur][kk][ty];
-      const vec4 a1 = a_tile[cur][kk][ty + TM / 8];
-      const vec4 b0 = b_tile[cur][kk][tx];
-      const vec4 b1 = b_tile[cur][kk][tx + TN / 8];
-      FMA4(c00_, a0, b0);
-      FMA4(c01_, a0, b1);
-      FMA4(c10_, a1, b0);
-      FMA4(c11_, a1, b1);
-    }
-    if (more) {
-      store_a(cur ^ 1u, tid, pa0);
-      store_b(cur ^ 1u, tid, pb0);
-      if (A_LOADS > 1) store_a(cur ^ 1u, tid + NT, pa1);
-      if (B_LOADS > 1) store_b(cur ^ 1u, tid + NT, pb1);
-    }
-    barrier();
+    STEP(s, cur);
   }
+#endif
 
   const int mr = m0 + int(ty * 4), nc = n0 + int(tx * 4);
   const int mh = int(TM / 2), nh = int(TN / 2);

@@ -44,13 +44,13 @@ constexpr LocalSize kGemvLocal{32, 8, 1};
 struct TiledConfig {
   uint32_t x, y, bk;
 };
-constexpr TiledConfig kTiledConfigs[] = {
-    {16, 16, 8},  // 128 x 128
-    {8, 16, 8},   // 128 x 64
-    {8, 8, 8},    // 64 x 64
-};
-// Products smaller than this in M or N keep matmul.glsl (its 32 x 32 tiles waste less).
-constexpr int64_t kTiledMinMN = 64;
+// The default: 128 x 128 tiles, bk 8. On the H100 (2026-11-22, GPU time) it ran
+// 4096^3 at 32 TF/s against matmul.glsl's 25.7 and 2048^3 at 31.8 against 24.2
+// (256 workgroups), but 1024^3 (64 workgroups) at 11.6 against 19.4: it takes
+// products that give at least kTiledMinGroups workgroups. The smaller tiles
+// (VKDELEGATE_TILED_MM only) measured no better than matmul.glsl, bk 16 slower.
+constexpr TiledConfig kTiledDefault{16, 16, 8};
+constexpr int64_t kTiledMinGroups = 256;
 
 bool env_flag(const char* name, bool fallback) {
   const char* v = std::getenv(name);
@@ -58,13 +58,24 @@ bool env_flag(const char* name, bool fallback) {
   return std::strcmp(v, "0") != 0;
 }
 
+// Subgroups laid out 8 x 4 (matmul_tiledw) measured no faster on the H100
+// (2026-11-22); workgroup swizzle in groups of 8 rows gained 1-2%.
+constexpr bool kTiledWarp2d = false;
+constexpr bool kTiledUnroll = false;
+constexpr int kTiledGroupM = 8;
+
+float tiled_group_m() {
+  const char* v = std::getenv("VKDELEGATE_TILED_MM_GROUP");
+  return static_cast<float>(v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kTiledGroupM);
+}
+
 uint32_t tiled_shared_bytes(const TiledConfig& c) {
   return 2 * c.bk * ((8 * c.y) / 4 + 1 + (8 * c.x) / 4 + 1) * 16;
 }
 
 // The tiled configuration for this product, or nullptr to keep matmul.glsl: float32,
-// A contiguous in k, B contiguous in n or k, M and N of at least kTiledMinMN (from
-// the planned sizes; the kernel is correct at any size, dynamic ones included).
+// A contiguous in k, B contiguous in n or k, enough workgroups (from the planned
+// sizes; the kernel is correct at any size, dynamic ones included).
 // VKDELEGATE_NO_TILED_MM=1 turns it off; VKDELEGATE_TILED_MM="x,y,bk" forces a
 // configuration (to compare them on a GPU, or to test one).
 const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
@@ -82,15 +93,10 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
     forced = {x, y, bk};
     return tiled_shared_bytes(forced) <= max_shared ? &forced : nullptr;
   }
-  if (p.M < kTiledMinMN || p.N < kTiledMinMN) return nullptr;
-  const TiledConfig* chosen = nullptr;
-  for (const TiledConfig& c : kTiledConfigs) {
-    if (tiled_shared_bytes(c) > max_shared) continue;
-    chosen = &c;  // the last that fits serves small products
-    const int64_t tm = 8 * c.y, tn = 8 * c.x;
-    if (((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch >= kEnoughWorkgroups) break;
-  }
-  return chosen;
+  const TiledConfig& c = kTiledDefault;
+  const int64_t tm = 8 * c.y, tn = 8 * c.x;
+  if (((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch < kTiledMinGroups) return nullptr;
+  return tiled_shared_bytes(c) <= max_shared ? &c : nullptr;
 }
 // ---- end fp32mm
 
@@ -133,17 +139,22 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   const bool gemv = planned.p.M == 1 && planned.p.b_sk == 1;
   uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
+  float group_m = 0.f;  // fp32mm
   LocalSize local = gemv ? kGemvLocal : config->local;
   // fp32mm: large float32 products take matmul_tiled.glsl.
   if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p)) {
-    shader = std::string(t->bk == 16 ? "matmul_tiled16_" : "matmul_tiled_") + (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    const bool warp2d = t->bk == 8 && env_flag("VKDELEGATE_TILED_MM_WARP2D", kTiledWarp2d);
+    const bool unroll = !warp2d && env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
+    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (warp2d ? "w" : unroll ? "u" : "") + "_" +
+             (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    group_m = tiled_group_m();
     local = {t->x, t->y, 1};
     tile_m = 8 * t->y, tile_n = 8 * t->x;
   }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
@@ -151,6 +162,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
                // fp32mm: matmul_tiled.glsl reads pad0 as `aligned` (16-byte loads and stores).
                pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
+               pr.p.pad1 = group_m;  // and pad1 as group_m (workgroup order)
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
