@@ -3,12 +3,13 @@
 #   bash benchmarks/bundle-fp32mm/sweep_fp32mm.sh OUT [CONFIGS...]
 # bench_gpu.py on the bundle (default kernel choice, PyTorch CUDA, max_rel_err), then
 # the runner alone on the mm .pte files with each VKDELEGATE_TILED_MM configuration
-# (and matmul.glsl, VKDELEGATE_NO_TILED_MM=1), GPU time per run.
+# (and matmul.glsl, VKDELEGATE_NO_TILED_MM=1), GPU time per run. SWEEP_PTES picks
+# the .pte files; SWEEP_PTES=none runs bench_gpu.py alone.
 set -uo pipefail
 out=${1:?usage: sweep_fp32mm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(16,16,8 16,16,8:1 16,16,8:0:8 16,16,8:1:8 16,16,8:1:16 16,16,16:0:8 8,16,8:1 8,8,8:1)
+[ ${#configs[@]} -eq 0 ] && configs=(16,16,8:0:8 16,16,8:1:0 16,16,8:1:8 16,16,16:1:8)
 root=$(pwd)
 for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -27,7 +28,7 @@ sweep() {  # pte work label env...
   us=$(python3 -c "import json; print(json.load(open('/tmp/r.json'))['gpu_us'])")
   echo "$pte $label: $us us, $(flops "$work" "$us") TF/s"
 }
-for pte in mm_fp32_4096 mm_fp32_2048 mm_fp32_1024 mm_fp32_4095x1023x4097; do
+for pte in ${SWEEP_PTES:-mm_fp32_4096 mm_fp32_2048 mm_fp32_1024 mm_fp32_4095x1023x4097}; do
   [ -f $pte.pte ] || continue
   case $pte in
     mm_fp32_4096) work=$((2 * 4096 * 4096 * 4096)) ;;
@@ -36,9 +37,10 @@ for pte in mm_fp32_4096 mm_fp32_2048 mm_fp32_1024 mm_fp32_4095x1023x4097; do
     *) work=$((2 * 4095 * 1023 * 4097)) ;;
   esac
   sweep $pte.pte $work matmul.glsl VKDELEGATE_NO_TILED_MM=1
-  # each config: x,y,bk[:warp2d[:group]]
+  # each config: x,y,bk[:unroll[:group]] (VKDELEGATE_TILED_MM, _UNROLL, _GROUP)
   for c in "${configs[@]}"; do
-    IFS=: read -r xyb w2 grp <<< "$c"
-    sweep $pte.pte $work "tiled $c" VKDELEGATE_TILED_MM=$xyb VKDELEGATE_TILED_MM_WARP2D=${w2:-0} VKDELEGATE_TILED_MM_GROUP=${grp:-0}
+    IFS=: read -r xyb unr grp <<< "$c"
+    sweep $pte.pte $work "tiled $c" VKDELEGATE_TILED_MM=$xyb VKDELEGATE_TILED_MM_UNROLL=${unr:-1} \
+      VKDELEGATE_TILED_MM_GROUP=${grp:-8}
   done
 done 2>&1 | tee "$out/sweep.txt"

@@ -25,11 +25,9 @@ class Products(torch.nn.Module):
 
 
 @pytest.mark.parametrize("config", ["8,8,8", "16,8,8", "8,16,8", "16,16,8", "16,16,16",
-                                    "8,8,8 warp2d group3", "16,16,8 warp2d", "16,8,8 group2",
-                                    "16,16,8 unroll group8", "16,16,16 unroll"])
+                                    "8,8,8 unroll group3", "16,8,8 group2", "16,16,8 unroll group8"])
 def test_tiled_configs(config, monkeypatch):
     monkeypatch.setenv("VKDELEGATE_TILED_MM", config.split()[0])
-    monkeypatch.setenv("VKDELEGATE_TILED_MM_WARP2D", "1" if "warp2d" in config else "0")
     monkeypatch.setenv("VKDELEGATE_TILED_MM_UNROLL", "1" if "unroll" in config else "0")
     monkeypatch.setenv("VKDELEGATE_TILED_MM_GROUP", config.split("group")[1] if "group" in config else "0")
     for m, k, n in SHAPES:

@@ -45,8 +45,8 @@ struct TiledConfig {
   uint32_t x, y, bk;
 };
 // The default: 128 x 128 tiles, bk 8. On the H100 (2026-11-22, GPU time) it ran
-// 4096^3 at 32 TF/s against matmul.glsl's 25.7 and 2048^3 at 31.8 against 24.2
-// (256 workgroups), but 1024^3 (64 workgroups) at 11.6 against 19.4: it takes
+// 4096^3 at 36.5 TF/s against matmul.glsl's 25.6, and before unrolling 2048^3 at
+// 31.8 against 24.2 (256 workgroups), but 1024^3 (64 workgroups) at 11.6 against 19.4: it takes
 // products that give at least kTiledMinGroups workgroups. The smaller tiles
 // (VKDELEGATE_TILED_MM only) measured no better than matmul.glsl, bk 16 slower.
 constexpr TiledConfig kTiledDefault{16, 16, 8};
@@ -58,10 +58,9 @@ bool env_flag(const char* name, bool fallback) {
   return std::strcmp(v, "0") != 0;
 }
 
-// Subgroups laid out 8 x 4 (matmul_tiledw) measured no faster on the H100
-// (2026-11-22); workgroup swizzle in groups of 8 rows gained 1-2%.
-constexpr bool kTiledWarp2d = false;
-constexpr bool kTiledUnroll = false;
+// Unrolled steps (matmul_tiledu; VKDELEGATE_TILED_MM_UNROLL=0 for the loop)
+// and workgroup swizzle in groups of 8 rows (VKDELEGATE_TILED_MM_GROUP; 1-2%).
+constexpr bool kTiledUnroll = true;
 constexpr int kTiledGroupM = 8;
 
 float tiled_group_m() {
@@ -143,9 +142,8 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   LocalSize local = gemv ? kGemvLocal : config->local;
   // fp32mm: large float32 products take matmul_tiled.glsl.
   if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p)) {
-    const bool warp2d = t->bk == 8 && env_flag("VKDELEGATE_TILED_MM_WARP2D", kTiledWarp2d);
-    const bool unroll = !warp2d && env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
-    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (warp2d ? "w" : unroll ? "u" : "") + "_" +
+    const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
+    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") + "_" +
              (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
     group_m = tiled_group_m();
     local = {t->x, t->y, 1};
