@@ -70,7 +70,7 @@ const uint B_LOADS = (TN * BK / 4 + NT - 1) / NT;
 shared vec4 a_tile[2][BK][SA];
 shared vec4 b_tile[2][BK][SB];
 
-// The vec4 of A at row m0 + r, k = k0 + 4 q (zeros outside).
+// The vec4 of A at row m, k .. k + 3 (zeros outside).
 vec4 load_a(int a_base, int m, int k) {
   if (m >= p.M || k >= p.K) return vec4(0.0);
   const int i = a_base + m * p.a_sm + k;
