@@ -452,6 +452,10 @@ def _mm_samples() -> List[SampleCase]:
         SampleCase("constant_rhs", _Call(torch.mm, _values(13, 9)), (_values(7, 13),)),
         # Enough output tiles for the runtime to pick its large (64 x 64) tiles.
         SampleCase("large_tiles_721x719_719x723", _Call(torch.mm), (_values(721, 719), _values(719, 723))),
+        # fp32mm: enough 128 x 128 tiles (256) for matmul_tiled.glsl; partial tiles, K below
+        # its step of 8, unaligned (scalar path) and aligned (vec4 path) K and N.
+        SampleCase("tiled_2049x5_5x2050", _Call(torch.mm), (_values(2049, 5), _values(5, 2050))),
+        SampleCase("tiled_aligned_2048x12_12x2052", _Call(torch.mm), (_values(2048, 12), _values(12, 2052))),
     ]
 
 
@@ -466,6 +470,12 @@ def _addmm_samples() -> List[SampleCase]:
             (_values(1, 33), _values(7, 13), _values(13, 33)),
         ),
         SampleCase("size1_bias_1x1", _Call(torch.addmm), (_values(1, 1), _values(1, 5), _values(5, 1))),
+        # fp32mm: matmul_tiled.glsl with a bias, alpha and beta.
+        SampleCase(
+            "tiled_beta0.5_alpha2",
+            _Call(lambda bias, a, b: torch.addmm(bias, a, b, beta=0.5, alpha=2.0)),
+            (_values(2050), _values(2049, 20), _values(20, 2050)),
+        ),
     ]
 
 
@@ -478,6 +488,9 @@ def _linear_samples() -> List[SampleCase]:
         SampleCase("rank5_input", torch.nn.Linear(13, 9), (_values(2, 1, 3, 1, 13),)),
         SampleCase("rank1_input", torch.nn.Linear(13, 9), (_values(13),)),
         SampleCase("size1_1_to_1", torch.nn.Linear(1, 1), (_values(9, 1),)),
+        # fp32mm: matmul_tiled.glsl with B contiguous in k (the weight), aligned and not.
+        SampleCase("tiled_2052x12_to_2056", torch.nn.Linear(12, 2056), (_values(2052, 12),)),
+        SampleCase("tiled_2x1030x13_to_2049", torch.nn.Linear(13, 2049, bias=False), (_values(2, 1030, 13),)),
     ]
 
 
@@ -485,6 +498,8 @@ def _linear_samples() -> List[SampleCase]:
 def _bmm_samples() -> List[SampleCase]:
     return [
         SampleCase("batch3_7x13_13x5", _Call(torch.bmm), (_values(3, 7, 13), _values(3, 13, 5))),
+        # fp32mm: matmul_tiled.glsl over 4 batches of 9 x 9 tiles.
+        SampleCase("tiled_batch4_1030x12_12x1032", _Call(torch.bmm), (_values(4, 1030, 12), _values(4, 12, 1032))),
         SampleCase("size1_1x1x9_1x9x1", _Call(torch.bmm), (_values(1, 1, 9), _values(1, 9, 1))),
         SampleCase("outer_batch4", _Call(torch.bmm), (_values(4, 33, 1), _values(4, 1, 7))),
     ]

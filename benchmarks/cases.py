@@ -59,6 +59,10 @@ MICRO = {
     "add_64M_fp32": (lambda: (Add(), (_f32(M64), _f32(M64))), "GB/s", 3 * 4 * M64),
     "mm_fp32_1024": (lambda: (MatMul(), (_f32(1024, 1024), _f32(1024, 1024))), "TFLOP/s", 2 * 1024**3),
     "mm_fp32_4096": (lambda: (MatMul(), (_f32(4096, 4096), _f32(4096, 4096))), "TFLOP/s", 2 * 4096**3),
+    # fp32mm family: where the tiled kernel starts to pay; odd sizes (no multiple of the tile, K and N not of 4: the kernel's scalar path).
+    "mm_fp32_2048": (lambda: (MatMul(), (_f32(2048, 2048), _f32(2048, 2048))), "TFLOP/s", 2 * 2048**3),
+    "mm_fp32_4095x1023x4097": (lambda: (MatMul(), (_f32(4095, 1023), _f32(1023, 4097))), "TFLOP/s",
+                               2 * 4095 * 1023 * 4097),
     # fp16 storage, float accumulation (no cooperative-matrix kernel yet); PyTorch uses tensor cores.
     "mm_fp16_4096": (lambda: (MatMul(), (_f16(4096, 4096), _f16(4096, 4096))), "TFLOP/s", 2 * 4096**3),
     "softmax_4096x4096": (lambda: (Softmax(), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),

@@ -1,6 +1,10 @@
-// Matrix products: mm, bmm, addmm, linear, all on the strided matmul shader.
+// Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32 ones).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iterator>
 
+#include "../vk/pipeline.h"
 #include "op_utils.h"
 
 namespace vkd {
@@ -31,6 +35,69 @@ constexpr int64_t kEnoughWorkgroups = 128;
 // gemv.glsl: 32 invocations split K for each of 8 outputs per workgroup (the
 // x width must be a power of two for its reduction).
 constexpr LocalSize kGemvLocal{32, 8, 1};
+
+// ---- fp32mm family: the float32 kernel for large products (matmul_tiled.glsl).
+// Each invocation computes 8 x 8 outputs; a workgroup of (x, y) invocations an
+// (8 y) x (8 x) tile, stepping K by bk through two shared buffers. Valid
+// configurations keep an invocation's vec4 loads per step at 1 or 2 per operand:
+// bk 8 with x, y in {8, 16}, bk 16 with (16, 16) only.
+struct TiledConfig {
+  uint32_t x, y, bk;
+};
+// The default: 128 x 128 tiles, bk 8. On the H100 (2026-11-22, GPU time) it ran
+// 4096^3 at 36.5 TF/s against matmul.glsl's 25.6, and before unrolling 2048^3 at
+// 31.8 against 24.2 (256 workgroups), but 1024^3 (64 workgroups) at 11.6 against 19.4: it takes
+// products that give at least kTiledMinGroups workgroups. The smaller tiles
+// (VKDELEGATE_TILED_MM only) measured no better than matmul.glsl, bk 16 slower.
+constexpr TiledConfig kTiledDefault{16, 16, 8};
+constexpr int64_t kTiledMinGroups = 256;
+
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  return std::strcmp(v, "0") != 0;
+}
+
+// Unrolled steps (matmul_tiledu; VKDELEGATE_TILED_MM_UNROLL=0 for the loop)
+// and workgroup swizzle in groups of 8 rows (VKDELEGATE_TILED_MM_GROUP; 1-2%).
+constexpr bool kTiledUnroll = true;
+constexpr int kTiledGroupM = 8;
+
+float tiled_group_m() {
+  const char* v = std::getenv("VKDELEGATE_TILED_MM_GROUP");
+  return static_cast<float>(v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kTiledGroupM);
+}
+
+uint32_t tiled_shared_bytes(const TiledConfig& c) {
+  return 2 * c.bk * ((8 * c.y) / 4 + 1 + (8 * c.x) / 4 + 1) * 16;
+}
+
+// The tiled configuration for this product, or nullptr to keep matmul.glsl: float32,
+// A contiguous in k, B contiguous in n or k, enough workgroups (from the planned
+// sizes; the kernel is correct at any size, dynamic ones included).
+// VKDELEGATE_NO_TILED_MM=1 turns it off; VKDELEGATE_TILED_MM="x,y,bk" forces a
+// configuration (to compare them on a GPU, or to test one).
+const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
+  static TiledConfig forced{};
+  if (g.tensor(a).dtype != DType::Float32 || env_flag("VKDELEGATE_NO_TILED_MM", false)) return nullptr;
+  if (p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return nullptr;
+  if (find_shader("matmul_tiled_nb_f32") == nullptr) return nullptr;
+  const uint32_t max_shared = g.context().info().max_shared_memory;
+  if (const char* f = std::getenv("VKDELEGATE_TILED_MM"); f != nullptr && *f != 0) {
+    unsigned x = 0, y = 0, bk = 0;
+    if (std::sscanf(f, "%u,%u,%u", &x, &y, &bk) != 3 ||
+        !((bk == 8 && (x == 8 || x == 16) && (y == 8 || y == 16)) || (bk == 16 && x == 16 && y == 16))) {
+      g.fail(std::string("VKDELEGATE_TILED_MM=") + f + ": expected x,y,bk of 8,8,8 16,8,8 8,16,8 16,16,8 or 16,16,16");
+    }
+    forced = {x, y, bk};
+    return tiled_shared_bytes(forced) <= max_shared ? &forced : nullptr;
+  }
+  const TiledConfig& c = kTiledDefault;
+  const int64_t tm = 8 * c.y, tn = 8 * c.x;
+  if (((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch < kTiledMinGroups) return nullptr;
+  return tiled_shared_bytes(c) <= max_shared ? &c : nullptr;
+}
+// ---- end fp32mm
 
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
@@ -69,16 +136,31 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   }
   // One row against a B contiguous in k (a linear weight): a matrix-vector product.
   const bool gemv = planned.p.M == 1 && planned.p.b_sk == 1;
-  const uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
+  uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
+  std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
+  float group_m = 0.f;  // fp32mm
+  LocalSize local = gemv ? kGemvLocal : config->local;
+  // fp32mm: large float32 products take matmul_tiled.glsl.
+  if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p)) {
+    const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
+    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") + "_" +
+             (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    group_m = tiled_group_m();
+    local = {t->x, t->y, 1};
+    tile_m = 8 * t->y, tile_n = 8 * t->x;
+  }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  g.add_node(g.current_op(), variant(g, gemv ? "gemv" : "matmul", a), gemv ? kGemvLocal : config->local,
+  g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
                pr.p.beta = beta;
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
+               // fp32mm: matmul_tiled.glsl reads pad0 as `aligned` (16-byte loads and stores).
+               pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
+               pr.p.pad1 = group_m;  // and pad1 as group_m (workgroup order)
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
