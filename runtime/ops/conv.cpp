@@ -52,7 +52,7 @@ constexpr int64_t kGemmSk16BelowTiles = 128;
 // coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
 // float16 storage. Tiles (channels x pixels) and the local size of each variant:
 // l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
-// K), s 16 x 16 (4 warps, 4 slices of K) for the fewest tiles.
+// K), s 16 x 16 (8 warps, 8 slices of K) for the fewest tiles.
 struct CoopVariant {
   const char* name;
   int64_t tile;  // BM = BN
@@ -61,7 +61,7 @@ struct CoopVariant {
 };
 constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4};
 constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4};
-constexpr CoopVariant kCoopS{"s", 16, 128, 16 * 72 * 2 + 64 * 24 * 2 + 4 * 16 * 16 * 4};
+constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4};
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
 
