@@ -43,6 +43,18 @@ class Conv3x3(nn.Module):
         return self.conv(x)
 
 
+class ConvF16(nn.Module):
+    """coopconv family: a half-precision convolution (the cooperative-matrix kernel)."""
+
+    def __init__(self, c, oc, k, stride=1, padding=0):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(c, oc, k, stride=stride, padding=padding)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
 def _f32(*shape):
     torch.manual_seed(1)
     return torch.randn(*shape)
@@ -68,6 +80,13 @@ MICRO = {
     "softmax_4096x4096": (lambda: (Softmax(), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "layer_norm_4096x4096": (lambda: (LayerNorm(4096), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "conv3x3_64c_56_b1": (lambda: (Conv3x3(), (_f32(1, 64, 56, 56),)), "TFLOP/s", 2 * 64 * 64 * 9 * 56 * 56),
+    # coopconv family: fp16 convolutions, a ResNet deep layer at batch 1 and odd channels and pixels.
+    "conv3x3_fp16_256c_14_b1": (lambda: (ConvF16(256, 256, 3, padding=1).half(), (_f16(1, 256, 14, 14),)),
+                                "TFLOP/s", 2 * 256 * 256 * 9 * 14 * 14),
+    "conv3x3_fp16_odd_s2_b2": (lambda: (ConvF16(45, 83, 3, stride=2, padding=1).half(), (_f16(2, 45, 31, 29),)),
+                               "TFLOP/s", 2 * 2 * 83 * 45 * 9 * 16 * 15),
+    "conv1x1_fp16_1024to256_14_b1": (lambda: (ConvF16(1024, 256, 1).half(), (_f16(1, 1024, 14, 14),)),
+                                     "TFLOP/s", 2 * 1024 * 256 * 14 * 14),
     "conv3x3_64c_56_b32": (lambda: (Conv3x3(), (_f32(32, 64, 56, 56),)), "TFLOP/s", 32 * 2 * 64 * 64 * 9 * 56 * 56),
 }
 

@@ -1,5 +1,9 @@
 // aten.convolution: 1-D and 2-D, any stride, padding, dilation and groups,
 // optional bias; transposed with output_padding. 1-D runs as 2-D with H = 1.
+#include <cstdlib>
+#include <cstring>
+
+#include "../vk/pipeline.h"
 #include "op_utils.h"
 
 namespace vkd {
@@ -44,6 +48,42 @@ constexpr int64_t kGemmSkBelowTiles = 256;
 constexpr LocalSize kGemmSk16Local{4, 4, 16};
 constexpr int64_t kGemmSk16Tile = 16;
 constexpr int64_t kGemmSk16BelowTiles = 128;
+
+// coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
+// float16 storage. Tiles (channels x pixels) and the local size of each variant:
+// l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
+// K), s 16 x 16 (8 warps, 8 slices of K) for the fewest tiles.
+struct CoopVariant {
+  const char* name;
+  int64_t tile;  // BM = BN
+  uint32_t invocations;
+  uint32_t shared_bytes;
+};
+constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4};
+constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4};
+constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4};
+constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
+constexpr int64_t kCoopMFromTiles = 128;
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
+}
+
+// "conv2d_coop" on a device with 16x16x16 f16->f32 subgroup matrices and
+// subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns it off), "conv2d_coop_emu"
+// (loops instead of matrices, any device) with VKDELEGATE_COOPMAT_EMULATE=1,
+// else "" (the float kernels).
+std::string coop_conv_base(ComputeGraph& g) {
+  if (env_on("VKDELEGATE_NO_COOPMAT")) return "";
+  if (env_on("VKDELEGATE_COOPMAT_EMULATE")) return "conv2d_coop_emu";
+  const DeviceInfo& info = g.context().info();
+  if (info.cooperative_matrix && info.subgroup_size == 32 && info.shader_float16 &&
+      info.has_cooperative_matrix_shape(16, 16, 16, "f16->f32")) {
+    return "conv2d_coop";
+  }
+  return "";
+}
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
 std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
@@ -115,7 +155,35 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   }
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
   bool split_k = false, deep = false;
-  if (gemm) {
+  // coopconv family: float16 convolutions the GEMM kernels would run go to the
+  // cooperative-matrix kernel where there is one.
+  std::string coop_shader;
+  const CoopVariant* coop = nullptr;
+  if (gemm && g.tensor(in).dtype == DType::Float16) {
+    const std::string base = coop_conv_base(g);
+    if (!base.empty()) {
+      const Tensor& x = g.tensor(in);
+      const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
+      const int64_t npix = ((H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1) *
+                           ((W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1);
+      const auto tiles = [&](const CoopVariant& v) {
+        return x.sizes[0] * groups * ((npix + v.tile - 1) / v.tile) * ((ocpg + v.tile - 1) / v.tile);
+      };
+      const uint32_t smem = g.context().info().max_shared_memory;
+      coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL
+             : tiles(kCoopM) >= kCoopMFromTiles                              ? &kCoopM
+                                                                             : &kCoopS;
+      // VKDELEGATE_COOPCONV_TILE=l|m|s forces a variant (tests, benchmarks).
+      if (const char* force = std::getenv("VKDELEGATE_COOPCONV_TILE")) {
+        for (const CoopVariant* v : {&kCoopL, &kCoopM, &kCoopS}) {
+          if (std::strcmp(force, v->name) == 0) coop = v;
+        }
+      }
+      coop_shader = base + "_" + coop->name + "_f16";
+      if (find_shader(coop_shader) == nullptr || smem < coop->shared_bytes) coop = nullptr;
+    }
+  }
+  if (gemm && coop == nullptr) {
     const Tensor& x = g.tensor(in);
     const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
     const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
@@ -129,17 +197,22 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
       deep = sk_tiles < kGemmSk16BelowTiles;
     }
   }
-  const std::string shader = transposed ? "conv_transpose2d"
+  const std::string shader = coop != nullptr ? coop_shader
+                             : transposed     ? "conv_transpose2d"
                              : gemm     ? (deep ? "conv2d_gemm_sk16" : split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
                              : depthwise ? "conv2d_dw"
                                          : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  const LocalSize local = !gemm ? kLocal1D : deep ? kGemmSk16Local : split_k ? kGemmSkLocal : kGemmLocal;
-  const int64_t tile_m = deep ? kGemmSk16Tile : split_k ? kGemmSkTileOC : kGemmTile;
-  const int64_t tile_n = deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
+  const LocalSize local = coop != nullptr ? LocalSize{coop->invocations, 1, 1}
+                          : !gemm        ? kLocal1D
+                          : deep         ? kGemmSk16Local
+                          : split_k      ? kGemmSkLocal
+                                         : kGemmLocal;
+  const int64_t tile_m = coop != nullptr ? coop->tile : deep ? kGemmSk16Tile : split_k ? kGemmSkTileOC : kGemmTile;
+  const int64_t tile_n = coop != nullptr ? coop->tile : deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
   std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
-  g.add_node(g.current_op(), variant(g, shader, in), local, tensors,
+  g.add_node(g.current_op(), coop != nullptr ? shader : variant(g, shader, in), local, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);
