@@ -126,5 +126,9 @@ PYBIND11_MODULE(_vkdelegate, m) {
       .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")
       .def("memory_report", &memory_report)
       .def("set_profiling", &ComputeGraph::set_profiling)
-      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run");
+      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run")
+      // barriers family
+      .def("barrier_stats", [](const ComputeGraph& g) {
+        return py::make_tuple(g.num_dispatches(), g.num_barriers());
+      }, "(dispatches, compute barriers between them) of the last recorded run");
 }
