@@ -8,8 +8,10 @@ one alias group whose lifetime is the union of its members'. Groups holding a
 graph input, a graph output or a constant are never shared.
 
 Groups are packed into shared objects greedily by size, largest first: each
-goes into the first object whose groups' lifetimes it does not overlap (the
-object is sized to its largest member by the runtime), else into a new object.
+goes into an object whose groups' lifetimes it does not overlap (the object is
+sized to its largest member by the runtime), else into a new object. Of the
+objects that fit, it takes the one whose lifetimes end or start farthest from
+its own, so that the runtime can overlap dispatches (see _first_fit).
 """
 
 from dataclasses import dataclass, field, replace
@@ -127,7 +129,20 @@ def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPl
 
 
 def _first_fit(objects: List[Tuple[int, List[Tuple[int, int]]]], first: int, last: int) -> Optional[int]:
+    # barriers family: of the objects that fit, take the one whose other lifetimes
+    # lie farthest (in ops) from this one. Reusing memory that the previous op just
+    # read makes the next write wait for that read (a write-after-read barrier at
+    # runtime), which serializes dispatches that could overlap. The object's size
+    # does not change (groups come largest first), so this costs no memory.
+    best, best_gap = None, -1
     for object_id, (_, lifetimes) in enumerate(objects):
         if all(last < start or end < first for start, end in lifetimes):
-            return object_id
-    return None
+            gap = min((start - last if last < start else first - end for start, end in lifetimes),
+                      default=_FAR)
+            if min(gap, _FAR) > best_gap:
+                best, best_gap = object_id, min(gap, _FAR)
+    return best
+
+
+# barriers family: gaps of this many ops or more count as equally far.
+_FAR = 16

@@ -1,6 +1,7 @@
 #include "compute_graph.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -580,6 +581,81 @@ constexpr VkAccessFlags kShaderRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER
 constexpr VkAccessFlags kTransferRW = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 }  // namespace
 
+// barriers family: what a dispatch touches, per bound range of a buffer.
+void ComputeGraph::node_accesses(const Node& node, std::vector<BufferAccess>& out) const {
+  out.clear();
+  for (size_t b = 0; b < node.tensors.size(); ++b) {
+    const VkDescriptorBufferInfo info = tensor_binding(node, b);
+    const Storage& s = storages_[std::get<Tensor>(values_[node.tensors[b]]).storage];
+    const VkDeviceSize end =
+        info.range == VK_WHOLE_SIZE ? s.buffer->size() : info.offset + info.range;
+    const bool write = b >= node.pipeline->writes.size() || node.pipeline->writes[b];
+    out.push_back({info.buffer, info.offset, end, write});
+  }
+}
+
+std::vector<std::vector<const Node*>> ComputeGraph::dispatch_batches(BarrierMode mode) const {
+  std::vector<std::vector<const Node*>> batches;
+  struct Past {
+    BufferAccess access;
+    size_t batch;
+  };
+  std::vector<Past> past;  // Levels: every access so far; InOrder: those of the last batch
+  std::vector<BufferAccess> accesses;
+  for (const Node& node : nodes_) {
+    if (!node.pipeline || !(node.groups[0] && node.groups[1] && node.groups[2])) continue;
+    size_t batch = 0;
+    if (mode == BarrierMode::All) {
+      batch = batches.size();
+    } else if (mode != BarrierMode::None) {
+      node_accesses(node, accesses);
+      bool conflict = false;
+      for (const Past& p : past) {
+        if (mode == BarrierMode::Levels && p.batch + 1 <= batch) continue;
+        for (const BufferAccess& a : accesses) {
+          if (p.access.buffer == a.buffer && p.access.begin < a.end && a.begin < p.access.end &&
+              (p.access.write || a.write)) {
+            batch = std::max(batch, p.batch + 1);
+            conflict = true;
+            break;
+          }
+        }
+      }
+      if (mode == BarrierMode::InOrder) {
+        batch = batches.empty() ? 0 : batches.size() - 1 + (conflict ? 1 : 0);
+        if (conflict) past.clear();
+      }
+      for (const BufferAccess& a : accesses) past.push_back({a, batch});
+    }
+    if (batch >= batches.size()) batches.resize(batch + 1);
+    batches[batch].push_back(&node);
+  }
+  return batches;
+}
+
+void ComputeGraph::dispatch(VkCommandBuffer cmd, const Node& node) {
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->handle);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->layout, 0, 1,
+                          &node.set, 0, nullptr);
+  vkCmdDispatch(cmd, node.groups[0], node.groups[1], node.groups[2]);
+  ++num_dispatches_;
+}
+
+ComputeGraph::BarrierMode ComputeGraph::barrier_mode() {
+  auto flag = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+  };
+  // VKDELEGATE_ALL_BARRIERS=1: one barrier after every dispatch (to compare).
+  // VKDELEGATE_NO_BARRIERS=1: none between dispatches; wrong results, only for
+  // the test that proves synchronization validation sees the hazards.
+  // VKDELEGATE_NO_REORDER=1: graph order, a barrier before each conflicting dispatch.
+  if (flag("VKDELEGATE_NO_BARRIERS")) return BarrierMode::None;
+  if (flag("VKDELEGATE_ALL_BARRIERS")) return BarrierMode::All;
+  if (flag("VKDELEGATE_NO_REORDER")) return BarrierMode::InOrder;
+  return BarrierMode::Levels;
+}
+
 void ComputeGraph::record() {
   VkCommandBuffer cmd = stream_->begin();
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
@@ -614,17 +690,34 @@ void ComputeGraph::record() {
     vkCmdResetQueryPool(cmd, query_pool_, 0, count);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, query++);
   }
-  for (const Node& node : nodes_) {
-    if (!node.pipeline) continue;
-    if (node.groups[0] && node.groups[1] && node.groups[2]) {
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->handle);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->layout, 0, 1,
-                              &node.set, 0, nullptr);
-      vkCmdDispatch(cmd, node.groups[0], node.groups[1], node.groups[2]);
-      memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
-    }
-    if (profiling_) {
+  // barriers family: dispatches go in batches separated by one compute barrier.
+  // A dispatch conflicts with an earlier one when both touch overlapping bytes
+  // of one VkBuffer and at least one writes them (RAW, WAR, WAW; memory planning
+  // makes different tensors share buffers, so this also orders reuse). Default:
+  // each dispatch goes to the batch after its latest conflicting predecessor's
+  // (dependency levels; dispatches of one batch run in graph order and may
+  // overlap). Profiling keeps one barrier per dispatch, so timestamps don't overlap.
+  num_dispatches_ = 0;
+  num_barriers_ = 0;
+  if (profiling_) {
+    for (const Node& node : nodes_) {
+      if (!node.pipeline) continue;
+      if (node.groups[0] && node.groups[1] && node.groups[2]) {
+        if (num_dispatches_ > 0) {
+          memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
+          ++num_barriers_;
+        }
+        dispatch(cmd, node);
+      }
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, query++);
+    }
+  } else {
+    for (const auto& batch : dispatch_batches(barrier_mode())) {
+      if (num_dispatches_ > 0) {
+        memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
+        ++num_barriers_;
+      }
+      for (const Node* node : batch) dispatch(cmd, *node);
     }
   }
 

@@ -133,6 +133,9 @@ class ComputeGraph {
   const std::vector<Node>& nodes() const { return nodes_; }
   MemoryReport memory_report() const;
   std::mutex& mutex() { return mutex_; }
+  // barriers family: dispatches and compute barriers of the last recording.
+  size_t num_dispatches() const { return num_dispatches_; }
+  size_t num_barriers() const { return num_barriers_; }
 
  private:
   explicit ComputeGraph(Context& ctx);
@@ -146,6 +149,20 @@ class ComputeGraph {
   void propagate_sizes();
   void record();
   void read_timings();
+  // barriers family: dependency tracking between dispatches in record().
+  struct BufferAccess {
+    VkBuffer buffer;
+    VkDeviceSize begin, end;
+    bool write;
+  };
+  enum class BarrierMode { Levels, InOrder, All, None };
+  static BarrierMode barrier_mode();
+  void node_accesses(const Node& node, std::vector<BufferAccess>& out) const;
+  // Dispatch nodes in batches; a compute barrier goes between batches.
+  std::vector<std::vector<const Node*>> dispatch_batches(BarrierMode mode) const;
+  void dispatch(VkCommandBuffer cmd, const Node& node);
+  size_t num_dispatches_ = 0;
+  size_t num_barriers_ = 0;
 
   Context& ctx_;
   std::vector<Value> values_;

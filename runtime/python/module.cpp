@@ -138,5 +138,8 @@ PYBIND11_MODULE(_vkdelegate, m) {
       .def("memory_report", &memory_report)
       .def("set_profiling", &ComputeGraph::set_profiling)
       .def("shaders", &shaders, "the shader variant of each dispatch, in order")
-      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run");
+      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run")
+      .def("barrier_stats", [](const ComputeGraph& g) {
+        return py::make_tuple(g.num_dispatches(), g.num_barriers());
+      }, "(dispatches, compute barriers between them) of the last recorded run");
 }

@@ -291,7 +291,10 @@ int main(int argc, char** argv) {
              << ", \"shape\": " << json_string(t[k].shape) << ", \"us\": " << t[k].us << "}";
           first = false;
         }
-        std::printf("delegate %zu GPU time per dispatch (total %.1f us):\n", i, total);
+        // barriers family: profiling records one barrier per dispatch (timestamps of
+        // overlapping dispatches would mean nothing), so the total is a serialized time.
+        std::printf("delegate %zu GPU time per dispatch (total %.1f us; profiled with a barrier "
+                    "after every dispatch, unlike normal runs):\n", i, total);
         std::printf("  %-4s %-32s %-24s %10s %7s\n", "#", "op", "output", "us", "share");
         for (size_t k = 0; k < t.size(); ++k) {
           std::printf("  %-4zu %-32s %-24s %10.1f %6.1f%%\n", k, t[k].op.c_str(), t[k].shape.c_str(),

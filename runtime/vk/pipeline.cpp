@@ -1,6 +1,8 @@
 #include "pipeline.h"
 
+#include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace vkd {
@@ -15,6 +17,53 @@ const ShaderBinary* find_shader(const std::string& name) {
   }();
   auto it = index.find(name);
   return it == index.end() ? nullptr : it->second;
+}
+
+// barriers family: SPIR-V reflection of the bindings a shader may write.
+std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words,
+                                         uint32_t num_storage) {
+  std::vector<bool> writes(num_storage, true);  // unreadable module: assume writes
+  if (num_words < 5 || words[0] != 0x07230203u) return writes;
+  constexpr uint32_t kOpTypeStruct = 30, kOpTypePointer = 32, kOpVariable = 59,
+                     kOpDecorate = 71, kOpMemberDecorate = 72;
+  constexpr uint32_t kNonWritable = 24, kBinding = 33;
+  std::unordered_map<uint32_t, uint32_t> binding_of, pointee_of, type_of_var, members_of;
+  std::unordered_set<uint32_t> nonwritable;
+  std::unordered_map<uint32_t, std::unordered_set<uint32_t>> nonwritable_members;
+  for (size_t i = 5; i < num_words;) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    if (count == 0 || i + count > num_words) return writes;
+    const uint32_t* w = words + i;
+    if (op == kOpDecorate && count >= 3) {
+      if (w[2] == kBinding && count >= 4) binding_of[w[1]] = w[3];
+      if (w[2] == kNonWritable) nonwritable.insert(w[1]);
+    } else if (op == kOpMemberDecorate && count >= 4 && w[3] == kNonWritable) {
+      nonwritable_members[w[1]].insert(w[2]);
+    } else if (op == kOpTypePointer && count >= 4) {
+      pointee_of[w[1]] = w[3];
+    } else if (op == kOpTypeStruct && count >= 2) {
+      members_of[w[1]] = count - 2;
+    } else if (op == kOpVariable && count >= 4) {
+      type_of_var[w[2]] = w[1];
+    }
+    i += count;
+  }
+  std::fill(writes.begin(), writes.end(), false);  // undeclared: never accessed
+  for (const auto& [var, ptr] : type_of_var) {
+    auto b = binding_of.find(var);
+    if (b == binding_of.end() || b->second >= num_storage) continue;
+    bool readonly = nonwritable.count(var) > 0;
+    if (!readonly) {
+      auto p = pointee_of.find(ptr);
+      auto m = p == pointee_of.end() ? members_of.end() : members_of.find(p->second);
+      if (m != members_of.end() && m->second > 0) {
+        auto nw = nonwritable_members.find(m->first);
+        readonly = nw != nonwritable_members.end() && nw->second.size() >= m->second;
+      }
+    }
+    if (!readonly) writes[b->second] = true;
+  }
+  return writes;
 }
 
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
@@ -51,6 +100,7 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   p->shader = shader;
   p->num_storage = num_storage;
   p->local_size = local_size;
+  p->writes = spirv_written_bindings(bin->words, bin->num_words, num_storage);  // barriers family
   VkDevice dev = ctx_.device();
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(num_storage + 1);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "context.h"
 
@@ -38,7 +39,16 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline handle = VK_NULL_HANDLE;
+  // barriers family: per storage binding, whether the shader may write it (its
+  // SPIR-V lacks NonWritable, i.e. the GLSL block is not `readonly`). The graph
+  // records a barrier only between dispatches whose accesses conflict.
+  std::vector<bool> writes;
 };
+
+// barriers family: which of the storage bindings 0..num_storage-1 a SPIR-V
+// module may write. A binding the module does not declare is read-only here.
+std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words,
+                                         uint32_t num_storage);
 
 class PipelineCache {
  public:
