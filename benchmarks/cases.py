@@ -91,6 +91,37 @@ MICRO = {
 }
 
 
+# coopmm family: odd-shape fp16 products (not multiples of 16 or of any tile), for max_rel_err
+# of a cooperative-matrix matmul against PyTorch CUDA fp16 (edges, odd K, bias, batch).
+class BatchMatMul(nn.Module):
+    def forward(self, a, b):
+        return torch.bmm(a, b)
+
+
+class LinearBias(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(k, n)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def _linear_bias_f16(k, n):
+    return LinearBias(k, n).half()
+
+
+MICRO.update({
+    "mm_fp16_1000x777x1500": (lambda: (MatMul(), (_f16(1000, 777), _f16(777, 1500))), "TFLOP/s",
+                              2 * 1000 * 777 * 1500),
+    "linear_fp16_3x77x1000_1234": (lambda: (_linear_bias_f16(1000, 1234), (_f16(3, 77, 1000),)), "TFLOP/s",
+                                   2 * 3 * 77 * 1000 * 1234),
+    "bmm_fp16_3x129x65x257": (lambda: (BatchMatMul(), (_f16(3, 129, 65), _f16(3, 65, 257))), "TFLOP/s",
+                              2 * 3 * 129 * 65 * 257),
+})
+
+
 class Linear(nn.Module):
     def __init__(self, k, n):
         super().__init__()
