@@ -20,6 +20,12 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
 layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
+// The same bindings seen as 4-vectors (every tensor starts at offset 0 of its
+// buffer, so a 16-byte load of element 4k is aligned): 128-bit accesses for
+// same-shape operands.
+layout(set = 0, binding = 0) writeonly buffer Out4 { T4 out4[]; };
+layout(set = 0, binding = 1) readonly buffer A4 { T4 a4[]; };
+layout(set = 0, binding = 2) readonly buffer B4 { T4 b4[]; };
 layout(set = 0, binding = 3) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0
@@ -32,17 +38,28 @@ layout(set = 0, binding = 3) uniform Params {
 
 #include "scalar_math.glslh"
 
-// Same-shape operands: each invocation does ELEMS elements, a workgroup-width
-// apart (coalesced), so a large tensor needs ELEMS times fewer workgroups.
+// Same-shape operands: each invocation does ELEMS 4-vectors, a workgroup-width
+// apart (coalesced), so a large tensor needs 4 * ELEMS times fewer workgroups;
+// the first invocation also does the last numel % 4 elements.
 const int ELEMS = 4;
 
 void main() {
   if (p.same_shape != 0) {
     const int width = int(gl_WorkGroupSize.x);
     const int base = int(flat_group()) * width * ELEMS + int(gl_LocalInvocationID.x);
+    const int n4 = p.numel >> 2;
     for (int j = 0; j < ELEMS; ++j) {
       const int i = base + j * width;
-      if (i < p.numel) out_data[i] = T(OP(CT(a_data[i]), CT(b_data[i])));
+      if (i < n4) {
+        const T4 a = a4[i];
+        const T4 b = b4[i];
+        T4 r;
+        for (int c = 0; c < 4; ++c) r[c] = T(OP(CT(a[c]), CT(b[c])));
+        out4[i] = r;
+      }
+    }
+    if (base == 0) {
+      for (int i = n4 * 4; i < p.numel; ++i) out_data[i] = T(OP(CT(a_data[i]), CT(b_data[i])));
     }
     return;
   }

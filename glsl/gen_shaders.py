@@ -8,7 +8,7 @@ A shader declares its variants in comment lines
 named after its file. A line
     // dtypes: f32 i32
 builds every variant once per storage type, named NAME_f32, NAME_i32, with the
-element type T, the compute type CT (float for f32 and f16: half values are
+element type T, its 4-vector T4, the compute type CT (float for f32 and f16: half values are
 computed in float and rounded once on store, as PyTorch computes half) and
 IS_FLOAT defined (the runtime picks the variant with storage_suffix() of the
 tensor's dtype). A variant may narrow that list for
@@ -41,10 +41,10 @@ REQUIRES = re.compile(r"^//\s*requires\s*:(.*)$")
 TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
 DEFAULT_TARGET_ENV = "vulkan1.1"
 STORAGE_DEFINES = {
-    "f32": ["T=float", "CT=float", "IS_FLOAT=1"],
+    "f32": ["T=float", "CT=float", "IS_FLOAT=1", "T4=vec4"],
     # fp16 family: STORAGE_F16 turns on the 16-bit extensions in common.glslh.
-    "f16": ["T=float16_t", "CT=float", "IS_FLOAT=1", "STORAGE_F16=1"],
-    "i32": ["T=int", "CT=int", "IS_FLOAT=0"],
+    "f16": ["T=float16_t", "CT=float", "IS_FLOAT=1", "STORAGE_F16=1", "T4=f16vec4"],
+    "i32": ["T=int", "CT=int", "IS_FLOAT=0", "T4=ivec4"],
 }
 
 

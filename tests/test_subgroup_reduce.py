@@ -21,6 +21,13 @@ class Softmax(torch.nn.Module):
         return torch.log_softmax(x, self.dim) if self.log else torch.softmax(x, self.dim)
 
 
+def affine(norm):
+    with torch.no_grad():
+        norm.weight.uniform_(-2, 2)
+        norm.bias.uniform_(-1, 1)
+    return norm
+
+
 def cases():
     torch.manual_seed(0)
     big = torch.randn(3, 5000) * 30
@@ -34,6 +41,9 @@ def cases():
         ("log_softmax_odd", Softmax(-1, log=True), (torch.randn(7, 129),)),
         ("layer_norm", torch.nn.LayerNorm(77), (torch.randn(3, 5, 77) * 100 + 7,)),
         ("layer_norm_short", torch.nn.LayerNorm(3), (torch.randn(9, 3),)),
+        # 256 invocations from 1024 on: rows held in registers, and past 4096 read again
+        ("layer_norm_long", affine(torch.nn.LayerNorm(1500)), (torch.randn(3, 1500) * 10 + 100,)),
+        ("layer_norm_over_cache", affine(torch.nn.LayerNorm(4099)), (torch.randn(2, 4099) - 50,)),
         ("rms_norm", torch.nn.RMSNorm(257, eps=1e-6), (torch.randn(2, 11, 257),)),
         ("group_norm", torch.nn.GroupNorm(3, 12), (torch.randn(2, 12, 7, 5),)),
     ]

@@ -69,7 +69,7 @@ struct BinaryParams {
   int32_t same_shape;
 };
 
-// Same-shape operands: binary.glsl does kBinaryElems elements per invocation.
+// Same-shape operands: binary.glsl does kBinaryElems 4-vectors per invocation.
 constexpr LocalSize kBinaryLocal{256, 1, 1};
 constexpr int64_t kBinaryElems = 4;
 
@@ -85,7 +85,7 @@ void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shade
                p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
                node.set_params(p);
                const int64_t n = g.tensor(out).numel();
-               node.set_groups_1d(p.same_shape ? (n + kBinaryElems - 1) / kBinaryElems : n, kBinaryLocal[0]);
+               node.set_groups_1d(p.same_shape ? std::max<int64_t>((n / 4 + kBinaryElems - 1) / kBinaryElems, 1) : n, kBinaryLocal[0]);
              });
 }
 

@@ -12,6 +12,10 @@ struct LayerNormParams {
 };
 
 constexpr LocalSize kNormLocal{64, 1, 1};
+// Rows of kLongRow or more: 256 invocations, each keeping up to 16 values in
+// registers (layer_norm.glsl's CACHE), so rows up to 4096 are read once.
+constexpr LocalSize kNormLongLocal{256, 1, 1};
+constexpr int64_t kLongRow = 1024;
 
 // native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
 void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
@@ -33,7 +37,7 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
   for (int id : {weight, bias}) {
     if (id >= 0 && g.tensor(id).numel() != D) g.fail("weight/bias must have normalized_shape");
   }
-  g.add_node(g.current_op(), variant(g, "layer_norm", in), kNormLocal,
+  g.add_node(g.current_op(), variant(g, "layer_norm", in), D >= kLongRow ? kNormLongLocal : kNormLocal,
              {out, mean, rstd, in, weight >= 0 ? weight : in, bias >= 0 ? bias : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
