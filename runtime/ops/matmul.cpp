@@ -99,6 +99,23 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
 }
 // ---- end fp32mm
 
+// Rows up to which a product whose tiles give fewer than kEnoughWorkgroups
+// takes gemv.glsl (VKDELEGATE_GEMV_MAX_ROWS overrides; 1 keeps it to M = 1),
+// as long as the rows re-read at most kGemvMaxRereadBytes of B in all.
+constexpr int64_t kGemvMaxRows = 64;
+constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
+
+bool few_rows_gemv(const MatmulParams& p, const TileConfig* config) {
+  int64_t max_rows = kGemvMaxRows;
+  if (const char* v = std::getenv("VKDELEGATE_GEMV_MAX_ROWS"); v != nullptr && *v != 0) {
+    max_rows = std::max(1, std::atoi(v));
+  }
+  const int64_t groups = ((p.N + config->tile_n - 1) / config->tile_n) *
+                         ((p.M + config->tile_m - 1) / config->tile_m) * p.batch;
+  return p.M <= max_rows && groups < kEnoughWorkgroups &&
+         p.M * p.N * p.K * p.batch * 4 <= kGemvMaxRereadBytes;  // as float32: a bound
+}
+
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
   Sizes out_sizes;
@@ -135,7 +152,10 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     }
   }
   // One row against a B contiguous in k (a linear weight): a matrix-vector product.
-  const bool gemv = planned.p.M == 1 && planned.p.b_sk == 1;
+  // A few rows whose tiles cannot fill the GPU too: matmul.glsl would leave a
+  // handful of workgroups each walking all of K, while gemv.glsl splits K over
+  // 32 invocations per output and re-reads B once per row (from L2: bounded).
+  const bool gemv = planned.p.b_sk == 1 && (planned.p.M == 1 || few_rows_gemv(planned.p, config));
   uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
