@@ -44,6 +44,37 @@ layout(set = 0, binding = 5) uniform Params {
 // Per slice: the weight tile [BK][TM], then the im2col tile [BK][TN]; after
 // the K loop the same memory holds the partial tiles of slices 1.. for the sum.
 shared float smem[SMEM_FLOATS];
+// Per step an invocation loads WITER weights and XITER im2col values: rows
+// my_kk, my_kk + XROWS, ... of the step's BK, at its pixel my_nn.
+#define WITER (BK * TM / NT)
+#define XROWS (NT / TN)
+#define XITER (BK / XROWS)
+#if (BK * TM) % NT != 0 || NT % TN != 0 || BK % XROWS != 0
+#error "tile, slices and BK do not divide evenly"
+#endif
+
+// Loads step S's weights and im2col values of this slice into wreg / xreg.
+#define LOAD_STEP(S)                                                                     \
+  {                                                                                      \
+    const int k0 = ((S) * SLICES + slice) * BK;                                          \
+    for (int i = 0; i < WITER; ++i) {                                                    \
+      const int e = tid + i * NT;                                                        \
+      const int oc = oc0 + e / BK, k = k0 + e % BK;                                      \
+      wreg[i] = (oc < p.ocpg && k < K) ? float(w_data[w_base + oc * K + k]) : 0.0;        \
+    }                                                                                    \
+    for (int i = 0; i < XITER; ++i) {                                                    \
+      const int k = k0 + my_kk + i * XROWS;                                              \
+      float v = 0.0;                                                                     \
+      if (pix_ok && k < K) {                                                             \
+        const int ic = k / ksize, r = k - ic * ksize;                                    \
+        const int kh = r / p.KW;                                                         \
+        const int ih = ih0 + kh * p.dil_h;                                               \
+        const int iw = iw0 + (r - kh * p.KW) * p.dil_w;                                  \
+        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(in_data[in_base + (ic * p.H + ih) * p.W + iw]); \
+      }                                                                                  \
+      xreg[i] = v;                                                                       \
+    }                                                                                    \
+  }
 
 void main() {
   const int tx = int(gl_LocalInvocationID.x);
@@ -66,6 +97,7 @@ void main() {
   // Each invocation gathers im2col values of one pixel (TN divides NT), so
   // its coordinates are decoded once, above the K loop.
   const int my_nn = tid % TN;
+  const int my_kk = tid / TN;
   const int my_pix = pix0 + my_nn;
   const bool pix_ok = my_pix < npix;
   const int ih0 = (my_pix / p.OW) * p.stride_h - p.pad_h;
@@ -76,28 +108,21 @@ void main() {
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
   // Every slice runs the same number of steps (barriers need uniform flow);
-  // a slice past the end of K loads zeros.
+  // a slice past the end of K loads zeros. Each step's global loads go to
+  // registers first, all issued together (loops of constant trip count), and
+  // the next step's are in flight while this one multiplies.
   const int steps = (K + BK * SLICES - 1) / (BK * SLICES);
+  float wreg[WITER];
+  float xreg[XITER];
+  LOAD_STEP(0);
   for (int s = 0; s < steps; ++s) {
-    const int k0 = (s * SLICES + slice) * BK;
-    // Weights [ocpg, K] of this group: walk k fastest (contiguous).
-    for (int e = tid; e < BK * TM; e += NT) {
-      const int kk = e % BK, mm = e / BK;
-      const int oc = oc0 + mm, k = k0 + kk;
-      smem[wbase_s + kk * TM + mm] = (oc < p.ocpg && k < K) ? w_data[w_base + oc * K + k] : 0.0;
+    for (int i = 0; i < WITER; ++i) {
+      const int e = tid + i * NT;
+      smem[wbase_s + (e % BK) * TM + e / BK] = wreg[i];
     }
-    for (int kk = tid / TN; kk < BK; kk += NT / TN) {
-      const int k = k0 + kk;
-      float v = 0.0;
-      if (pix_ok && k < K) {
-        const int ic = k / ksize, r = k % ksize;
-        const int ih = ih0 + (r / p.KW) * p.dil_h;
-        const int iw = iw0 + (r % p.KW) * p.dil_w;
-        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = in_data[in_base + (ic * p.H + ih) * p.W + iw];
-      }
-      smem[xbase_s + kk * TN + my_nn] = v;
-    }
+    for (int i = 0; i < XITER; ++i) smem[xbase_s + (my_kk + i * XROWS) * TN + my_nn] = xreg[i];
     barrier();
+    if (s + 1 < steps) LOAD_STEP(s + 1);
     for (int kk = 0; kk < BK; ++kk) {
       float wv[4], xv[4];
       for (int i = 0; i < 4; ++i) wv[i] = smem[wbase_s + kk * TM + ty + i * TMT];
