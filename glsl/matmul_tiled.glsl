@@ -21,6 +21,12 @@
 // against 31.4 without (2026-11-22). Measured no faster and dropped: subgroups
 // laid out 8 x 4 instead of 16 x 2, a variant without the scalar path; bk 16
 // (the "16u" variants) is slower, kept to compare.
+// Split-K (p.k_chunk > 0, any variant): workgroup z runs K slice z / batch,
+// [slice * k_chunk, + k_chunk), of batch z % batch and writes its raw sums to
+// row block z of binding 0, a scratch [splits * batch, M, N] (the host sets
+// alpha 1 and no bias); matmul_splitk_reduce.glsl adds the slices and applies
+// alpha, beta and the bias. k_chunk is a multiple of BK, so the vec4 loads stay
+// aligned; empty slices (K below splits * BK) write zeros.
 // variant matmul_tiled_nb: B_KMAJOR=0 BK=8 UNROLL=0
 // variant matmul_tiled_kb: B_KMAJOR=1 BK=8 UNROLL=0
 // variant matmul_tiledu_nb: B_KMAJOR=0 BK=8 UNROLL=1
@@ -53,7 +59,8 @@ layout(set = 0, binding = 4) uniform Params {
   int a_sb, a_sm, a_sk, b_sb;
   int b_sk, b_sn, c_sb, bias_sb;
   int bias_sm, bias_sn, has_bias, aligned;
-  float alpha, beta, group_m, pad2;  // group_m: workgroup rows per swizzle group (0: none)
+  float alpha, beta, group_m, k_chunk;  // group_m: workgroup rows per swizzle group (0: none);
+                                       // k_chunk: K per split-K slice (0: no split)
 } p;
 
 const uint WX = gl_WorkGroupSize.x;
@@ -70,14 +77,17 @@ const uint B_LOADS = (TN * BK / 4 + NT - 1) / NT;
 shared vec4 a_tile[2][BK][SA];
 shared vec4 b_tile[2][BK][SB];
 
+// End of this workgroup's K range (p.K, or the end of its split-K slice).
+int k_end;
+
 // The vec4 of A at row m, k .. k + 3 (zeros outside).
 vec4 load_a(int a_base, int m, int k) {
-  if (m >= p.M || k >= p.K) return vec4(0.0);
+  if (m >= p.M || k >= k_end) return vec4(0.0);
   const int i = a_base + m * p.a_sm + k;
   if (p.aligned != 0) return a4[i >> 2];
   vec4 v = vec4(0.0);
   for (int j = 0; j < 4; ++j) {
-    if (k + j < p.K) v[j] = a_data[i + j];
+    if (k + j < k_end) v[j] = a_data[i + j];
   }
   return v;
 }
@@ -85,19 +95,19 @@ vec4 load_a(int a_base, int m, int k) {
 #if B_KMAJOR
 // The vec4 of B at column n, k .. k + 3 (B contiguous in k).
 vec4 load_b(int b_base, int n, int k) {
-  if (n >= p.N || k >= p.K) return vec4(0.0);
+  if (n >= p.N || k >= k_end) return vec4(0.0);
   const int i = b_base + n * p.b_sn + k;
   if (p.aligned != 0) return b4[i >> 2];
   vec4 v = vec4(0.0);
   for (int j = 0; j < 4; ++j) {
-    if (k + j < p.K) v[j] = b_data[i + j];
+    if (k + j < k_end) v[j] = b_data[i + j];
   }
   return v;
 }
 #else
 // The vec4 of B at row k, columns n .. n + 3 (B contiguous in n).
 vec4 load_b(int b_base, int k, int n) {
-  if (n >= p.N || k >= p.K) return vec4(0.0);
+  if (n >= p.N || k >= k_end) return vec4(0.0);
   const int i = b_base + k * p.b_sk + n;
   if (p.aligned != 0) return b4[i >> 2];
   vec4 v = vec4(0.0);
@@ -200,7 +210,16 @@ void main() {
   }
   const int m0 = int(tm * TM);
   const int n0 = int(tn * TN);
-  const int b = int(gl_WorkGroupID.z);
+  // z: batch b, or slice z / batch of batch b with split-K (outputs at row block z).
+  const int z = int(gl_WorkGroupID.z);
+  int b = z, k_begin = 0;
+  k_end = p.K;
+  if (p.k_chunk > 0.0) {
+    const int chunk = int(p.k_chunk);
+    b = z % p.batch;
+    k_begin = (z / p.batch) * chunk;
+    k_end = min(p.K, k_begin + chunk);
+  }
   const int a_base = b * p.a_sb;
   const int b_base = b * p.b_sb;
 
@@ -211,25 +230,25 @@ void main() {
   DECL4(c11_);
 
   // Step 0 into buffer 0.
-  vec4 pa0 = fetch_a(a_base, m0, 0, tid);
-  vec4 pb0 = fetch_b(b_base, n0, 0, tid);
+  vec4 pa0 = fetch_a(a_base, m0, k_begin, tid);
+  vec4 pb0 = fetch_b(b_base, n0, k_begin, tid);
   vec4 pa1 = vec4(0.0), pb1 = vec4(0.0);
-  if (A_LOADS > 1) pa1 = fetch_a(a_base, m0, 0, tid + NT);
-  if (B_LOADS > 1) pb1 = fetch_b(b_base, n0, 0, tid + NT);
+  if (A_LOADS > 1) pa1 = fetch_a(a_base, m0, k_begin, tid + NT);
+  if (B_LOADS > 1) pb1 = fetch_b(b_base, n0, k_begin, tid + NT);
   store_a(0, tid, pa0);
   store_b(0, tid, pb0);
   if (A_LOADS > 1) store_a(0, tid + NT, pa1);
   if (B_LOADS > 1) store_b(0, tid + NT, pb1);
   barrier();
 
-  const int steps = (p.K + int(BK) - 1) / int(BK);
+  const int steps = (k_end - k_begin + int(BK) - 1) / int(BK);
   // One step s on buffer CUR: the next step's loads, the products, the stores
   // into the other buffer.
 #define STEP(S, CUR)                                                   \
   {                                                                    \
     const bool more = (S) + 1 < steps;                                 \
     if (more) {                                                        \
-      const int k1 = ((S) + 1) * int(BK);                              \
+      const int k1 = k_begin + ((S) + 1) * int(BK);                    \
       pa0 = fetch_a(a_base, m0, k1, tid);                              \
       pb0 = fetch_b(b_base, n0, k1, tid);                              \
       if (A_LOADS > 1) pa1 = fetch_a(a_base, m0, k1, tid + NT);        \
@@ -266,6 +285,7 @@ void main() {
   }
 #endif
 
+  b = z;  // the output's row block (the batch, or the scratch's slice and batch)
   const int mr = m0 + int(ty * 4), nc = n0 + int(tx * 4);
   const int mh = int(TM / 2), nh = int(TN / 2);
   STORE4(c00_, mr, nc);
