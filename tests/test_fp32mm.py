@@ -125,18 +125,30 @@ def test_splitk_3d_and_edges(splits, monkeypatch):
 
 
 def test_splitk_default_selection(monkeypatch):
-    """Without the variable: a product of few tiles and a long K splits (512 x 2048
-    x 512: 16 tiles, 8 slices); M=77, N=K=1024 (8 tiles, K too short for enough
-    slices) stays on matmul.glsl; VKDELEGATE_MM_SPLITK=1 turns the split off."""
+    """Without the variable the cost model splits products of few tiles (512 x 2048 x 512:
+    16 tiles; the batch-1 transformer linear 77 x 1024 -> 1024 with bias: 8 tiles);
+    a side below 64 (M=48) stays on matmul.glsl; VKDELEGATE_MM_SPLITK=1 turns the
+    split off."""
     monkeypatch.delenv("VKDELEGATE_MM_SPLITK", raising=False)
     monkeypatch.delenv("VKDELEGATE_TILED_MM", raising=False)
     torch.manual_seed(3)
     inputs = (torch.randn(512, 2048) * 0.1, torch.randn(2048, 512) * 0.1)
     check_split(MatMul(), inputs, 1)
-    small = (torch.randn(77, 1024) * 0.1, torch.randn(1024, 1024) * 0.1)
-    assert "matmul_f32" in check_split(MatMul(), small, 1, expect_split=False)
+    linear = torch.nn.Linear(1024, 1024)
+    check_split(LinearOnly(linear), (torch.randn(77, 1024),), 1)
+    narrow = (torch.randn(48, 1024) * 0.1, torch.randn(1024, 1024) * 0.1)
+    assert "matmul_f32" in check_split(MatMul(), narrow, 1, expect_split=False)
     monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "1")
     assert not any(s.startswith("matmul_tiled") for s in check_split(MatMul(), inputs, 1, expect_split=False))
+
+
+class LinearOnly(torch.nn.Module):
+    def __init__(self, linear):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        return (self.linear(x),)
 
 
 class MatMul(torch.nn.Module):

@@ -75,19 +75,39 @@ uint32_t tiled_shared_bytes(const TiledConfig& c) {
 // ---- mm1024: split-K for matmul_tiled.glsl. A product of too few tiles to fill
 // the GPU (1024^3: 64 tiles of 128 x 128 on 132 SMs) splits K into slices, a
 // workgroup each, whose partial sums go to a scratch tensor [splits, batch, M,
-// N]; matmul_splitk_reduce.glsl adds them and applies the epilogue. Taken when
-// it gives at least kSplitKMinGroups workgroups with slices of at least
-// kSplitKMinChunk. VKDELEGATE_MM_SPLITK=n forces n slices on the tiled kernel
-// (any size, to compare or to test); 1 or 0 turns split-K off.
-constexpr int64_t kSplitKMinChunk = 256;
-constexpr int64_t kSplitKMinGroups = 128;
+// N]; matmul_splitk_reduce.glsl adds them and applies the epilogue. The default
+// configuration picks the slice count by splitk_cost_us for products of fewer
+// than kTiledMinGroups tiles, both sides at least kSplitKMinSide and at least
+// kSplitKMinWork multiply-adds (below, matmul.glsl as before).
+// VKDELEGATE_MM_SPLITK=n forces n slices on the tiled kernel (any size and
+// configuration, to compare or to test); 1 or 0 turns split-K off.
 constexpr int64_t kSplitKMaxSplits = 64;
+constexpr int64_t kSplitKMinChunk = 32;  // K per slice: 4 steps of BK 8
+constexpr int64_t kSplitKMinSide = 64;
+constexpr int64_t kSplitKMinWork = int64_t{1} << 26;
+
+// The cost model of the default 128 x 128 tiles, fitted to the H100 (2026-11-22,
+// sweep_splitk.sh on 1024^3, linears 768x768->3072, 768x3072->768 and 77x1024->1024,
+// with 1 to 8 slices): an SM runs the K steps of n co-resident workgroups in 0.155
+// us per k alone, 0.142 n us for n >= 2 (it holds two at once, hardly faster than
+// one); each dispatch costs ~8 us besides; the reduce 3.8 us plus 0.23 us per MB
+// it reads and writes. Fitted on 132 SMs: elsewhere a guess, correct anyway.
+constexpr int64_t kSplitKSms = 132;
+double splitk_cost_us(int64_t tiles, int64_t K, int64_t splits, int64_t outputs) {
+  const int64_t chunk = ((K + splits - 1) / splits + 7) / 8 * 8;
+  const int64_t per_sm = (tiles * splits + kSplitKSms - 1) / kSplitKSms;
+  const double per_k = per_sm == 1 ? 0.155 : 0.142 * static_cast<double>(per_sm);
+  const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23e-6 * static_cast<double>((splits + 1) * outputs * 4);
+  return 8.0 + static_cast<double>(chunk) * per_k + reduce;
+}
 
 // 1 (no split), or the slice count for a product of `tiles` tiles (batch included);
-// forced: whether VKDELEGATE_MM_SPLITK asked for a split.
-int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool& forced) {
+// pick: whether the cost model may choose (the default configuration); forced:
+// whether VKDELEGATE_MM_SPLITK asked for a split.
+int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool pick, bool& forced) {
   int64_t splits = 1;
   forced = false;
+  const int64_t outputs = int64_t{p.batch} * p.M * p.N;
   if (const char* f = std::getenv("VKDELEGATE_MM_SPLITK"); f != nullptr && *f != 0) {
     char* end = nullptr;
     splits = std::strtol(f, &end, 10);
@@ -96,12 +116,17 @@ int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool
              std::to_string(kSplitKMaxSplits));
     }
     forced = splits > 1;
-  } else if (tiles > 0 && tiles < kTiledMinGroups) {
-    splits = std::min((kTiledMinGroups + tiles - 1) / tiles, p.K / kSplitKMinChunk);
-    if (tiles * splits < kSplitKMinGroups) splits = 1;
+  } else if (pick && tiles > 0 && tiles < kTiledMinGroups && p.M >= kSplitKMinSide && p.N >= kSplitKMinSide &&
+             outputs * p.K >= kSplitKMinWork) {
+    // The fewest slices within 3% of the cheapest: fewer dispatched workgroups
+    // and scratch bytes where the model cannot tell them apart.
+    const int64_t most = std::max<int64_t>(1, std::min(kSplitKMaxSplits, int64_t{p.K} / kSplitKMinChunk));
+    double best = splitk_cost_us(tiles, p.K, 1, outputs);
+    for (int64_t s = 2; s <= most; ++s) best = std::min(best, splitk_cost_us(tiles, p.K, s, outputs));
+    while (splitk_cost_us(tiles, p.K, splits, outputs) > 1.03 * best) ++splits;
   }
   // The scratch must fit one binding, and workgroup z (splits * batch) its limit.
-  const int64_t slice_bytes = int64_t{4} * p.batch * p.M * p.N;
+  const int64_t slice_bytes = 4 * outputs;
   const int64_t range = static_cast<int64_t>(std::min<VkDeviceSize>(g.context().info().max_storage_buffer_range,
                                                                     VkDeviceSize{1} << 30));
   splits = std::min<int64_t>({splits, slice_bytes > 0 ? range / slice_bytes : splits,
@@ -131,14 +156,15 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p, i
     forced = {x, y, bk};
     if (tiled_shared_bytes(forced) > max_shared) return nullptr;
     bool forced_split = false;
-    splits = splitk_count(g, p, ((p.N + 8 * x - 1) / (8 * x)) * ((p.M + 8 * y - 1) / (8 * y)) * p.batch, forced_split);
+    splits = splitk_count(g, p, ((p.N + 8 * x - 1) / (8 * x)) * ((p.M + 8 * y - 1) / (8 * y)) * p.batch, false,
+                          forced_split);
     return &forced;
   }
   const TiledConfig& c = kTiledDefault;
   const int64_t tm = 8 * c.y, tn = 8 * c.x;
   const int64_t tiles = ((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch;
   bool forced_split = false;
-  splits = splitk_count(g, p, tiles, forced_split);  // mm1024
+  splits = splitk_count(g, p, tiles, true, forced_split);  // mm1024
   if (tiles < kTiledMinGroups && splits == 1 && !forced_split) return nullptr;
   return tiled_shared_bytes(c) <= max_shared ? &c : nullptr;
 }
