@@ -162,3 +162,36 @@ def test_splitk_bad_env(value, monkeypatch):
     inputs = (torch.randn(8, 8), torch.randn(8, 8))
     with pytest.raises(Exception, match="VKDELEGATE_MM_SPLITK"):
         graph_of(MatMul(), inputs)
+
+
+class DynamicProducts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(2)
+        self.linear = torch.nn.Linear(40, 36)
+
+    def forward(self, x, a3, b3):
+        return self.linear(x), torch.bmm(a3, b3)
+
+
+def test_splitk_dynamic_shapes(monkeypatch):
+    """One program with upper-bound dynamic M and K: the slice count is fixed at load,
+    each size recomputes the slice length (K from 64 down to 3: slices end up empty)."""
+    from executorch.runtime import Runtime
+
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "4")
+    m, k = torch.export.Dim("m", min=1, max=70), torch.export.Dim("k", min=1, max=64)
+    module = DynamicProducts().eval()
+    example = (torch.randn(70, 40), torch.randn(2, 70, 64), torch.randn(2, 64, 33))
+    em = lower(module, example, options={"require_dynamic_shapes": True},
+               dynamic_shapes=({0: m}, {1: m, 2: k}, {1: k}))
+    shaders = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes).shaders()
+    assert shaders.count("matmul_splitk_reduce_f32") == 2, shaders
+    buffer = em.to_executorch().buffer
+    program = Runtime.get().load_program(buffer)
+    method = program.load_method("forward")
+    for rows, depth in [(70, 64), (5, 3), (33, 17), (70, 64), (1, 40)]:
+        inputs = (torch.randn(rows, 40), torch.randn(2, rows, depth), torch.randn(2, depth, 33))
+        outs = method.execute(list(inputs))
+        for out, ref in zip(outs, module(*inputs)):
+            torch.testing.assert_close(out, ref, **TOLERANCES["matmul"], msg=f"{rows} x {depth}")

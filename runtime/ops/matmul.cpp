@@ -91,13 +91,15 @@ constexpr int64_t kSplitKMinWork = int64_t{1} << 26;
 // with 1 to 8 slices): an SM runs the K steps of n co-resident workgroups in 0.155
 // us per k alone, 0.142 n us for n >= 2 (it holds two at once, hardly faster than
 // one); each dispatch costs ~8 us besides; the reduce 3.8 us plus 0.23 us per MB
-// it reads and writes. Fitted on 132 SMs: elsewhere a guess, correct anyway.
+// it reads and writes, 0.48 beyond 40 MB (the partial sums no longer stay in the
+// 50 MB L2). Fitted on 132 SMs: elsewhere a guess, correct anyway.
 constexpr int64_t kSplitKSms = 132;
 double splitk_cost_us(int64_t tiles, int64_t K, int64_t splits, int64_t outputs) {
   const int64_t chunk = ((K + splits - 1) / splits + 7) / 8 * 8;
   const int64_t per_sm = (tiles * splits + kSplitKSms - 1) / kSplitKSms;
   const double per_k = per_sm == 1 ? 0.155 : 0.142 * static_cast<double>(per_sm);
-  const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23e-6 * static_cast<double>((splits + 1) * outputs * 4);
+  const double mb = 1e-6 * static_cast<double>((splits + 1) * outputs * 4);
+  const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23 * mb + 0.25 * std::max(0.0, mb - 40.0);
   return 8.0 + static_cast<double>(chunk) * per_k + reduce;
 }
 
