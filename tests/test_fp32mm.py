@@ -83,8 +83,9 @@ def check_split(module, inputs, products, expect_split=True, scales=None):
     reduces = shaders.count("matmul_splitk_reduce_f32")
     if expect_split:
         assert len(tiled) == products and reduces == products, shaders
+        assert all("_sk_" in s for s in tiled), shaders
     else:
-        assert reduces == 0, shaders
+        assert reduces == 0 and not any("_sk_" in s for s in tiled), shaders
     refs = module(*inputs)
     outs = run_pte(em.to_executorch().buffer, inputs)
     for out, ref, scale in zip(outs, refs, scales or [1.0] * len(refs)):

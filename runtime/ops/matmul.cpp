@@ -192,7 +192,7 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
   p.has_bias = 1;
 }
 
-// mm1024: the split-K product on matmul_tiled.glsl `shader`: slices into a scratch
+// mm1024: the split-K product on matmul_tiled.glsl `shader` (an _sk variant): slices into a scratch
 // tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
 void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
                        const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, float group_m,
@@ -262,8 +262,8 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // fp32mm: large float32 products take matmul_tiled.glsl.
   if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p, splits)) {
     const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
-    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") + "_" +
-             (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") +
+             (splits > 1 ? "_sk_" : "_") + (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";  // mm1024: _sk
     group_m = tiled_group_m();
     local = {t->x, t->y, 1};
     tile_m = 8 * t->y, tile_n = 8 * t->x;
