@@ -122,6 +122,19 @@ MICRO.update({
 })
 
 
+# mm1024 family: mid-size float32 products that fill the GPU only with split-K or smaller
+# tiles (sweep_splitk.sh): BERT-base-like feed-forward linears with bias (768 tokens,
+# 768 -> 3072 and 3072 -> 768), a CLIP-text-like batch-1 projection (77 tokens, 1024 -> 1024).
+MICRO.update({
+    "linear_fp32_768x768_3072": (lambda: (LinearBias(768, 3072), (_f32(768, 768),)), "TFLOP/s",
+                                 2 * 768 * 768 * 3072),
+    "linear_fp32_768x3072_768": (lambda: (LinearBias(3072, 768), (_f32(768, 3072),)), "TFLOP/s",
+                                 2 * 768 * 3072 * 768),
+    "linear_fp32_77x1024_1024": (lambda: (LinearBias(1024, 1024), (_f32(77, 1024),)), "TFLOP/s",
+                                 2 * 77 * 1024 * 1024),
+})
+
+
 class Linear(nn.Module):
     def __init__(self, k, n):
         super().__init__()

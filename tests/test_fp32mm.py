@@ -2,11 +2,16 @@
 configuration the host can pick (forced with VKDELEGATE_TILED_MM), on shapes that hit
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or
-in k (linear). The op samples in op_registry.py cover the default selection."""
+in k (linear). The op samples in op_registry.py cover the default selection.
+Split-K (VKDELEGATE_MM_SPLITK=n: slices of K into a scratch, then
+matmul_splitk_reduce.glsl): slice counts that do not divide K, K below the slice
+count, bmm, linear with bias on 3-D inputs, addmm's alpha/beta, infinities; each
+test proves from Graph.shaders() that the split ran."""
 import pytest
 import torch
 
-from helpers import TOLERANCES, run_pte, to_pte
+import vkdelegate.runtime as rt
+from helpers import TOLERANCES, lower, run_pte, to_pte
 
 # (M, K, N): aligned with a partial last K step; unaligned K and N; K below BK (aligned
 # and not); one tile or less.
@@ -39,3 +44,155 @@ def test_tiled_configs(config, monkeypatch):
         outs = run_pte(to_pte(module, inputs), inputs)
         for out, ref in zip(outs, refs):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"], msg=f"{config} {(m, k, n)}")
+
+
+def graph_of(module, inputs):
+    em = lower(module.eval(), inputs)
+    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    return em, rt.Graph(blob)
+
+
+class Products3D(torch.nn.Module):
+    """linear on a 3-D input (bias), bmm of batch 3, addmm with alpha and beta."""
+    def __init__(self, k, n):
+        super().__init__()
+        torch.manual_seed(1)
+        self.linear = torch.nn.Linear(k, n)
+
+    def forward(self, x3, a3, b3, a, b, bias):
+        return self.linear(x3), torch.bmm(a3, b3), torch.addmm(bias, a, b, beta=-1.5, alpha=0.25)
+
+
+def products3d_inputs(m, k, n):
+    return (torch.randn(2, m, k), torch.randn(3, m, k), torch.randn(3, k, n), torch.randn(m, k),
+            torch.randn(k, n), torch.randn(m, n))
+
+
+# (M, K, N) on top of SHAPES: K of 1 (every slice but the first empty), K not a
+# multiple of 4 over several BK steps, a long K with N a multiple of 4.
+SPLIT_SHAPES = SHAPES + [(3, 1, 5), (37, 77, 41), (20, 520, 12)]
+
+
+def check_split(module, inputs, products, expect_split=True, scales=None):
+    """Lowers and runs `module`, checks from Graph.shaders() that its `products` took
+    the split (or, expect_split=False, none did), compares with PyTorch (each output
+    divided by its scale: large magnitudes cancel to results small beside them)."""
+    em, graph = graph_of(module, inputs)
+    shaders = graph.shaders()
+    tiled = [s for s in shaders if s.startswith("matmul_tiled")]
+    reduces = shaders.count("matmul_splitk_reduce_f32")
+    if expect_split:
+        assert len(tiled) == products and reduces == products, shaders
+        assert all("_sk_" in s for s in tiled), shaders
+    else:
+        assert reduces == 0 and not any("_sk_" in s for s in tiled), shaders
+    refs = module(*inputs)
+    outs = run_pte(em.to_executorch().buffer, inputs)
+    for out, ref, scale in zip(outs, refs, scales or [1.0] * len(refs)):
+        torch.testing.assert_close(out / scale, ref / scale, **TOLERANCES["matmul"], equal_nan=True)
+    return shaders
+
+
+# (VKDELEGATE_TILED_MM, slices); 16,16,16 needs more shared memory than lavapipe has.
+@pytest.mark.parametrize("config,splits", [("default", 2), ("default", 3), ("default", 7), ("8,8,8", 3),
+                                           ("8,16,8", 5), ("16,8,8", 4)])
+def test_splitk(config, splits, monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", str(splits))
+    if config != "default":
+        monkeypatch.setenv("VKDELEGATE_TILED_MM", config)
+    for m, k, n in SPLIT_SHAPES:
+        torch.manual_seed(m * 1000 + n + k)
+        inputs = (torch.randn(m, k), torch.randn(k, n), torch.randn(2, m, k), torch.randn(2, k, n),
+                  torch.randn(n))
+        check_split(Products(k, n), inputs, 4)
+
+
+@pytest.mark.parametrize("splits", [2, 5])
+def test_splitk_3d_and_edges(splits, monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", str(splits))
+    for m, k, n in [(33, 67, 29), (64, 40, 68)]:
+        torch.manual_seed(m + k + n)
+        inputs = products3d_inputs(m, k, n)
+        check_split(Products3D(k, n), inputs, 3)
+        # Large magnitudes (sums near 1e36, no overflow) and infinities: inf rows
+        # and columns give inf or NaN in any summation order, as in PyTorch.
+        x3, a3, b3, a, b, bias = (t.clone() for t in inputs)
+        a3 *= 1e17
+        b3 *= 1e17
+        a[1, k // 2] = float("inf")
+        b[k - 1, 3] = float("-inf")
+        bias[2, 0] = float("nan")
+        check_split(Products3D(k, n), (x3, a3, b3, a, b, bias), 3, scales=[1.0, 1e34, 1.0])
+
+
+def test_splitk_default_selection(monkeypatch):
+    """Without the variable the cost model splits products of few tiles (512 x 2048 x 512:
+    16 tiles; the batch-1 transformer linear 77 x 1024 -> 1024 with bias: 8 tiles);
+    a side below 64 (M=48) stays on matmul.glsl; VKDELEGATE_MM_SPLITK=1 turns the
+    split off."""
+    monkeypatch.delenv("VKDELEGATE_MM_SPLITK", raising=False)
+    monkeypatch.delenv("VKDELEGATE_TILED_MM", raising=False)
+    torch.manual_seed(3)
+    inputs = (torch.randn(512, 2048) * 0.1, torch.randn(2048, 512) * 0.1)
+    check_split(MatMul(), inputs, 1)
+    linear = torch.nn.Linear(1024, 1024)
+    check_split(LinearOnly(linear), (torch.randn(77, 1024),), 1)
+    narrow = (torch.randn(48, 1024) * 0.1, torch.randn(1024, 1024) * 0.1)
+    assert "matmul_f32" in check_split(MatMul(), narrow, 1, expect_split=False)
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "1")
+    assert not any(s.startswith("matmul_tiled") for s in check_split(MatMul(), inputs, 1, expect_split=False))
+
+
+class LinearOnly(torch.nn.Module):
+    def __init__(self, linear):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        return (self.linear(x),)
+
+
+class MatMul(torch.nn.Module):
+    def forward(self, a, b):
+        return (torch.mm(a, b),)
+
+
+@pytest.mark.parametrize("value", ["x", "-1", "65"])
+def test_splitk_bad_env(value, monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", value)
+    inputs = (torch.randn(8, 8), torch.randn(8, 8))
+    with pytest.raises(Exception, match="VKDELEGATE_MM_SPLITK"):
+        graph_of(MatMul(), inputs)
+
+
+class DynamicProducts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(2)
+        self.linear = torch.nn.Linear(40, 36)
+
+    def forward(self, x, a3, b3):
+        return self.linear(x), torch.bmm(a3, b3)
+
+
+def test_splitk_dynamic_shapes(monkeypatch):
+    """One program with upper-bound dynamic M and K: the slice count is fixed at load,
+    each size recomputes the slice length (K from 64 down to 3: slices end up empty)."""
+    from executorch.runtime import Runtime
+
+    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "4")
+    m, k = torch.export.Dim("m", min=1, max=70), torch.export.Dim("k", min=1, max=64)
+    module = DynamicProducts().eval()
+    example = (torch.randn(70, 40), torch.randn(2, 70, 64), torch.randn(2, 64, 33))
+    em = lower(module, example, options={"require_dynamic_shapes": True},
+               dynamic_shapes=({0: m}, {1: m, 2: k}, {1: k}))
+    shaders = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes).shaders()
+    assert shaders.count("matmul_splitk_reduce_f32") == 2, shaders
+    buffer = em.to_executorch().buffer
+    program = Runtime.get().load_program(buffer)
+    method = program.load_method("forward")
+    for rows, depth in [(70, 64), (5, 3), (33, 17), (70, 64), (1, 40)]:
+        inputs = (torch.randn(rows, 40), torch.randn(2, rows, depth), torch.randn(2, depth, 33))
+        outs = method.execute(list(inputs))
+        for out, ref in zip(outs, module(*inputs)):
+            torch.testing.assert_close(out, ref, **TOLERANCES["matmul"], msg=f"{rows} x {depth}")

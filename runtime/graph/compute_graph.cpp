@@ -356,6 +356,19 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   return node;
 }
 
+int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
+  if (scratch_storage_ < 0) {
+    scratch_storage_ = static_cast<int>(storages_.size());
+    storages_.emplace_back();
+  }
+  Tensor t;
+  t.dtype = dtype;
+  t.sizes = t.max_sizes = max_sizes;
+  t.storage = scratch_storage_;
+  values_.emplace_back(std::move(t));
+  return static_cast<int>(values_.size()) - 1;
+}
+
 Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, UpdateFn update) {
   Tensor& o = tensor(out);
   Tensor& i = tensor(in);

@@ -106,6 +106,13 @@ class ComputeGraph {
   // Adds a dispatch node; `tensors` are bound in order (outputs first).
   Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
                  std::vector<int> tensors, UpdateFn update);
+  // A node-owned temporary (split-K partial sums): a tensor value outside the
+  // memory plan, in the graph's one scratch storage, which allocate() sizes to
+  // its largest user. Every user binds that one buffer, so the barrier tracking
+  // orders them: the contents live from the dispatch that writes them to the
+  // next that writes them. Take references to values only after this call
+  // (it appends a value).
+  int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
   // Adds a node without a dispatch whose output shares the storage of its input.
   // Memory planning must have put both in one object (OpEntry.aliases_input).
   Node& add_view_node(const std::string& op, int out, int in, UpdateFn update);
@@ -182,6 +189,7 @@ class ComputeGraph {
   // Current values of SymInt[] arguments, by value id (stable references).
   std::unordered_map<int, IntList> symint_lists_;
   size_t num_mem_objs_ = 0;
+  int scratch_storage_ = -1;  // add_scratch_tensor's storage, once asked for
   std::mutex mutex_;
 };
 

@@ -72,13 +72,79 @@ uint32_t tiled_shared_bytes(const TiledConfig& c) {
   return 2 * c.bk * ((8 * c.y) / 4 + 1 + (8 * c.x) / 4 + 1) * 16;
 }
 
+// ---- mm1024: split-K for matmul_tiled.glsl. A product of too few tiles to fill
+// the GPU (1024^3: 64 tiles of 128 x 128 on 132 SMs) splits K into slices, a
+// workgroup each, whose partial sums go to a scratch tensor [splits, batch, M,
+// N]; matmul_splitk_reduce.glsl adds them and applies the epilogue. The default
+// configuration picks the slice count by splitk_cost_us for products of fewer
+// than kTiledMinGroups tiles, both sides at least kSplitKMinSide and at least
+// kSplitKMinWork multiply-adds (below, matmul.glsl as before).
+// VKDELEGATE_MM_SPLITK=n forces n slices on the tiled kernel (any size and
+// configuration, to compare or to test); 1 or 0 turns split-K off.
+constexpr int64_t kSplitKMaxSplits = 64;
+constexpr int64_t kSplitKMinChunk = 32;  // K per slice: 4 steps of BK 8
+constexpr int64_t kSplitKMinSide = 64;
+constexpr int64_t kSplitKMinWork = int64_t{1} << 26;
+
+// The cost model of the default 128 x 128 tiles, fitted to the H100 (2026-11-22,
+// sweep_splitk.sh on 1024^3, linears 768x768->3072, 768x3072->768 and 77x1024->1024,
+// with 1 to 8 slices): an SM runs the K steps of n co-resident workgroups in 0.155
+// us per k alone, 0.142 n us for n >= 2 (it holds two at once, hardly faster than
+// one); each dispatch costs ~8 us besides; the reduce 3.8 us plus 0.23 us per MB
+// it reads and writes, 0.48 beyond 40 MB (the partial sums no longer stay in the
+// 50 MB L2). Fitted on 132 SMs: elsewhere a guess, correct anyway.
+constexpr int64_t kSplitKSms = 132;
+double splitk_cost_us(int64_t tiles, int64_t K, int64_t splits, int64_t outputs) {
+  const int64_t chunk = ((K + splits - 1) / splits + 7) / 8 * 8;
+  const int64_t per_sm = (tiles * splits + kSplitKSms - 1) / kSplitKSms;
+  const double per_k = per_sm == 1 ? 0.155 : 0.142 * static_cast<double>(per_sm);
+  const double mb = 1e-6 * static_cast<double>((splits + 1) * outputs * 4);
+  const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23 * mb + 0.25 * std::max(0.0, mb - 40.0);
+  return 8.0 + static_cast<double>(chunk) * per_k + reduce;
+}
+
+// 1 (no split), or the slice count for a product of `tiles` tiles (batch included);
+// pick: whether the cost model may choose (the default configuration); forced:
+// whether VKDELEGATE_MM_SPLITK asked for a split.
+int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool pick, bool& forced) {
+  int64_t splits = 1;
+  forced = false;
+  const int64_t outputs = int64_t{p.batch} * p.M * p.N;
+  if (const char* f = std::getenv("VKDELEGATE_MM_SPLITK"); f != nullptr && *f != 0) {
+    char* end = nullptr;
+    splits = std::strtol(f, &end, 10);
+    if (*end != 0 || splits < 0 || splits > kSplitKMaxSplits) {
+      g.fail(std::string("VKDELEGATE_MM_SPLITK=") + f + ": expected a slice count from 0 to " +
+             std::to_string(kSplitKMaxSplits));
+    }
+    forced = splits > 1;
+  } else if (pick && tiles > 0 && tiles < kTiledMinGroups && p.M >= kSplitKMinSide && p.N >= kSplitKMinSide &&
+             outputs * p.K >= kSplitKMinWork) {
+    // The fewest slices within 3% of the cheapest: fewer dispatched workgroups
+    // and scratch bytes where the model cannot tell them apart.
+    const int64_t most = std::max<int64_t>(1, std::min(kSplitKMaxSplits, int64_t{p.K} / kSplitKMinChunk));
+    double best = splitk_cost_us(tiles, p.K, 1, outputs);
+    for (int64_t s = 2; s <= most; ++s) best = std::min(best, splitk_cost_us(tiles, p.K, s, outputs));
+    while (splitk_cost_us(tiles, p.K, splits, outputs) > 1.03 * best) ++splits;
+  }
+  // The scratch must fit one binding, and workgroup z (splits * batch) its limit.
+  const int64_t slice_bytes = 4 * outputs;
+  const int64_t range = static_cast<int64_t>(std::min<VkDeviceSize>(g.context().info().max_storage_buffer_range,
+                                                                    VkDeviceSize{1} << 30));
+  splits = std::min<int64_t>({splits, slice_bytes > 0 ? range / slice_bytes : splits,
+                             65535 / std::max<int64_t>(p.batch, 1)});
+  return std::max<int64_t>(splits, 1);
+}
+// ---- end mm1024
+
 // The tiled configuration for this product, or nullptr to keep matmul.glsl: float32,
 // A contiguous in k, B contiguous in n or k, enough workgroups (from the planned
 // sizes; the kernel is correct at any size, dynamic ones included).
 // VKDELEGATE_NO_TILED_MM=1 turns it off; VKDELEGATE_TILED_MM="x,y,bk" forces a
 // configuration (to compare them on a GPU, or to test one).
-const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
+const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p, int64_t& splits) {
   static TiledConfig forced{};
+  splits = 1;
   if (g.tensor(a).dtype != DType::Float32 || env_flag("VKDELEGATE_NO_TILED_MM", false)) return nullptr;
   if (p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return nullptr;
   if (find_shader("matmul_tiled_nb_f32") == nullptr) return nullptr;
@@ -90,11 +156,18 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
       g.fail(std::string("VKDELEGATE_TILED_MM=") + f + ": expected x,y,bk of 8,8,8 16,8,8 8,16,8 16,16,8 or 16,16,16");
     }
     forced = {x, y, bk};
-    return tiled_shared_bytes(forced) <= max_shared ? &forced : nullptr;
+    if (tiled_shared_bytes(forced) > max_shared) return nullptr;
+    bool forced_split = false;
+    splits = splitk_count(g, p, ((p.N + 8 * x - 1) / (8 * x)) * ((p.M + 8 * y - 1) / (8 * y)) * p.batch, false,
+                          forced_split);
+    return &forced;
   }
   const TiledConfig& c = kTiledDefault;
   const int64_t tm = 8 * c.y, tn = 8 * c.x;
-  if (((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch < kTiledMinGroups) return nullptr;
+  const int64_t tiles = ((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch;
+  bool forced_split = false;
+  splits = splitk_count(g, p, tiles, true, forced_split);  // mm1024
+  if (tiles < kTiledMinGroups && splits == 1 && !forced_split) return nullptr;
   return tiled_shared_bytes(c) <= max_shared ? &c : nullptr;
 }
 // ---- end fp32mm
@@ -136,6 +209,51 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
   p.has_bias = 1;
 }
 
+// mm1024: the split-K product on matmul_tiled.glsl `shader` (an _sk variant): slices into a scratch
+// tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
+void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
+                       const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, float group_m,
+                       int64_t splits) {
+  const Problem planned = shape(g, ids);
+  const int part = g.add_scratch_tensor(DType::Float32, {splits * planned.p.batch * planned.p.M * planned.p.N});
+  const uint32_t bk = shader.find("tiled16") != std::string::npos ? 16 : 8;
+  g.add_node(g.current_op(), shader, local, {part, ids[0], ids[1], ids[0]},
+             [ids, shape, tile_m, tile_n, group_m, splits, part, bk](ComputeGraph& g, Node& node) {
+               Problem pr = shape(g, ids);
+               g.tensor(part).sizes = {splits * pr.p.batch * pr.p.M * pr.p.N};
+               pr.p.alpha = 1.f;
+               pr.p.has_bias = 0;
+               pr.p.c_sb = pr.p.M * pr.p.N;
+               pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
+               pr.p.pad1 = group_m;
+               // pad2 is k_chunk: K per slice, a multiple of bk (at least one step).
+               const int64_t per = (pr.p.K + splits - 1) / splits;
+               pr.p.pad2 = static_cast<float>(std::max<int64_t>(1, (per + bk - 1) / bk) * bk);
+               node.set_params(pr.p);
+               node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
+                              static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
+                              static_cast<uint32_t>(splits * pr.p.batch)};
+               if (pr.p.M == 0 || pr.p.N == 0 || pr.p.batch == 0) node.groups = {0, 0, 0};
+             });
+  struct ReduceParams {
+    int32_t M, N, batch, splits;
+    int32_t bias_sb, bias_sm, bias_sn, has_bias;
+    float alpha, beta;
+    int32_t aligned, pad0;
+  };
+  const int bias = ids[2], out = ids[3];
+  g.add_node(g.current_op(), "matmul_splitk_reduce_f32", kLocal1D, {out, part, bias >= 0 ? bias : part},
+             [ids, shape, alpha, beta, splits](ComputeGraph& g, Node& node) {
+               const Problem pr = shape(g, ids);
+               g.tensor(ids[3]).sizes = pr.out_sizes;
+               ReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
+                              pr.p.bias_sb, pr.p.bias_sm, pr.p.bias_sn, beta == 0.f ? 0 : pr.p.has_bias,
+                              alpha, beta, pr.p.N % 4 == 0, 0};
+               node.set_params(r);
+               node.set_groups_1d(int64_t{pr.p.batch} * pr.p.M * ((pr.p.N + 3) / 4), kLocal1D[0]);
+             });
+}
+
 // ids: a, b, bias (or -1), out
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta) {
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
@@ -160,14 +278,19 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
   LocalSize local = gemv ? kGemvLocal : config->local;
+  int64_t splits = 1;  // mm1024
   // fp32mm: large float32 products take matmul_tiled.glsl.
-  if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p)) {
+  if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p, splits)) {
     const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
-    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") + "_" +
-             (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") +
+             (splits > 1 ? "_sk_" : "_") + (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";  // mm1024: _sk
     group_m = tiled_group_m();
     local = {t->x, t->y, 1};
     tile_m = 8 * t->y, tile_n = 8 * t->x;
+  }
+  if (splits > 1) {  // mm1024
+    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, splits);
+    return;
   }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
