@@ -179,6 +179,10 @@ constexpr int64_t kGemvMaxRows = 64;
 constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
 
 bool few_rows_gemv(const MatmulParams& p, const TileConfig* config) {
+  // A forced tiled configuration or split count asks for the tiled kernel.
+  for (const char* forced : {"VKDELEGATE_TILED_MM", "VKDELEGATE_MM_SPLITK"}) {
+    if (const char* v = std::getenv(forced); v != nullptr && *v != 0) return false;
+  }
   int64_t max_rows = kGemvMaxRows;
   if (const char* v = std::getenv("VKDELEGATE_GEMV_MAX_ROWS"); v != nullptr && *v != 0) {
     max_rows = std::max(1, std::atoi(v));
