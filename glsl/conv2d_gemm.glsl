@@ -63,15 +63,18 @@ shared float smem[SMEM_FLOATS];
       wreg[i] = (oc < p.ocpg && k < K) ? float(w_data[w_base + oc * K + k]) : 0.0;        \
     }                                                                                    \
     for (int i = 0; i < XITER; ++i) {                                                    \
-      const int k = k0 + my_kk + i * XROWS;                                              \
       float v = 0.0;                                                                     \
-      if (pix_ok && k < K) {                                                             \
-        const int ic = k / ksize, r = k - ic * ksize;                                    \
-        const int kh = r / p.KW;                                                         \
-        const int ih = ih0 + kh * p.dil_h;                                               \
-        const int iw = iw0 + (r - kh * p.KW) * p.dil_w;                                  \
-        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(in_data[in_base + (ic * p.H + ih) * p.W + iw]); \
+      if (pix_ok && xic[i] < p.icpg) {                                                   \
+        const int ih = ih0 + xkh[i] * p.dil_h;                                           \
+        const int iw = iw0 + xkw[i] * p.dil_w;                                           \
+        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(in_data[in_base + (xic[i] * p.H + ih) * p.W + iw]); \
       }                                                                                  \
+      /* the next step's k is SLICES * BK further: advance (ic, kh, kw) without dividing */ \
+      xkw[i] += d_kw;                                                                    \
+      if (xkw[i] >= p.KW) { xkw[i] -= p.KW; xkh[i] += 1; }                               \
+      xkh[i] += d_kh;                                                                    \
+      if (xkh[i] >= p.KH) { xkh[i] -= p.KH; xic[i] += 1; }                               \
+      xic[i] += d_ic;                                                                    \
       xreg[i] = v;                                                                       \
     }                                                                                    \
   }
@@ -114,6 +117,17 @@ void main() {
   const int steps = (K + BK * SLICES - 1) / (BK * SLICES);
   float wreg[WITER];
   float xreg[XITER];
+  // The im2col rows this invocation loads, as (ic, kh, kw), and how far they move per step.
+  int xic[XITER], xkh[XITER], xkw[XITER];
+  for (int i = 0; i < XITER; ++i) {
+    const int k = slice * BK + my_kk + i * XROWS;
+    xic[i] = k / ksize;
+    xkh[i] = (k - xic[i] * ksize) / p.KW;
+    xkw[i] = k - xic[i] * ksize - xkh[i] * p.KW;
+  }
+  const int d_ic = (SLICES * BK) / ksize;
+  const int d_kh = ((SLICES * BK) - d_ic * ksize) / p.KW;
+  const int d_kw = (SLICES * BK) - d_ic * ksize - d_kh * p.KW;
   LOAD_STEP(0);
   for (int s = 0; s < steps; ++s) {
     for (int i = 0; i < WITER; ++i) {
