@@ -48,3 +48,30 @@ def test_gemm_variants(case, monkeypatch):
     with torch.no_grad():
         ref = module(x)
     torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("forced", ["gemm", "sk", "sk16", "sk32", "sk64"])
+def test_forced_variant(forced, monkeypatch):
+    """VKDELEGATE_CONV_GEMM forces a variant on every GEMM convolution (where the
+    device's shared memory and invocation limits allow it; lavapipe allows all)."""
+    monkeypatch.setenv("VKDELEGATE_NO_TILED_CONV", "1")
+    monkeypatch.setenv("VKDELEGATE_CONV_GEMM", forced)
+    for _, shape, cout, k, stride, padding, dilation, relu in CASES[2:]:
+        module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
+        x = torch.randn(shape)
+        em = lower(module, (x,))
+        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        name = "conv2d_gemm_f32" if forced == "gemm" else f"conv2d_gemm_{forced}_f32"
+        assert name in rt.Graph(blob).shaders()
+        out = run_pte(em.to_executorch().buffer, (x,))[0]
+        with torch.no_grad():
+            torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
+
+
+def test_forced_variant_bad_value(monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_CONV_GEMM", "sk7")
+    module = Conv(20, 30, 3, 1, 1, 1, False).eval()
+    with pytest.raises(Exception, match="VKDELEGATE_CONV_GEMM=sk7"):
+        em = lower(module, (torch.randn(1, 20, 8, 8),))
+        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        rt.Graph(blob)

@@ -49,6 +49,32 @@ constexpr LocalSize kGemmSk16Local{4, 4, 16};
 constexpr int64_t kGemmSk16Tile = 16;
 constexpr int64_t kGemmSk16BelowTiles = 128;
 
+// The GEMM variants: name, local size (TNT, TMT, SLICES), channel and pixel tile,
+// shared memory (floats: max(SLICES * BK * (TM + TN), (SLICES - 1) * TM * TN)).
+struct GemmVariant {
+  const char* name;
+  LocalSize local;
+  int64_t tile_oc, tile_pix;
+  uint32_t shared_floats;
+};
+constexpr GemmVariant kGemm{"conv2d_gemm", kGemmLocal, kGemmTile, kGemmTile, 16 * 128};
+constexpr GemmVariant kGemmSk{"conv2d_gemm_sk", kGemmSkLocal, kGemmSkTileOC, kGemmSkTilePix, 7 * 32 * 16};
+constexpr GemmVariant kGemmSk16{"conv2d_gemm_sk16", kGemmSk16Local, kGemmSk16Tile, kGemmSk16Tile, 16 * 8 * 32};
+constexpr GemmVariant kGemmSk32{"conv2d_gemm_sk32", {2, 4, 32}, 16, 8, 32 * 8 * 24};
+constexpr GemmVariant kGemmSk64{"conv2d_gemm_sk64", {2, 4, 64}, 16, 8, 63 * 16 * 8};
+
+// VKDELEGATE_CONV_GEMM=gemm|sk|sk16|sk32|sk64 forces one variant on every
+// convolution that takes the GEMM kernels (tests, sweeps); null if unset.
+const GemmVariant* forced_gemm_variant(ComputeGraph& g) {
+  const char* v = std::getenv("VKDELEGATE_CONV_GEMM");
+  if (v == nullptr || *v == 0) return nullptr;
+  for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16, &kGemmSk32, &kGemmSk64}) {
+    const char* short_name = gv == &kGemm ? "gemm" : gv->name + std::strlen("conv2d_gemm_");
+    if (std::strcmp(v, short_name) == 0) return gv;
+  }
+  g.fail(std::string("VKDELEGATE_CONV_GEMM=") + v + ": expected gemm, sk, sk16, sk32 or sk64");
+}
+
 // coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
 // float16 storage. Tiles (channels x pixels) and the local size of each variant:
 // l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
@@ -154,7 +180,7 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
     g.fail("a fused clamp or residual is not supported on a transposed convolution");
   }
   const bool gemm = !transposed && ocpg >= kGemmMinChannels;
-  bool split_k = false, deep = false;
+  const GemmVariant* gv = nullptr;  // the conv2d_gemm variant, for GEMM convolutions off coop
   // coopconv family: float16 convolutions the GEMM kernels would run go to the
   // cooperative-matrix kernel where there is one.
   std::string coop_shader;
@@ -188,28 +214,26 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
     const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
     const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
     const int64_t OW = (W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1;
-    const int64_t tiles = x.sizes[0] * groups * ((OH * OW + kGemmTile - 1) / kGemmTile) *
-                          ((ocpg + kGemmTile - 1) / kGemmTile);
-    split_k = tiles < kGemmSkBelowTiles;
-    if (split_k) {
-      const int64_t sk_tiles = x.sizes[0] * groups * ((OH * OW + kGemmSkTilePix - 1) / kGemmSkTilePix) *
-                               ((ocpg + kGemmSkTileOC - 1) / kGemmSkTileOC);
-      deep = sk_tiles < kGemmSk16BelowTiles;
+    const auto tiles = [&](const GemmVariant& v) {
+      return x.sizes[0] * groups * ((OH * OW + v.tile_pix - 1) / v.tile_pix) * ((ocpg + v.tile_oc - 1) / v.tile_oc);
+    };
+    gv = tiles(kGemm) >= kGemmSkBelowTiles ? &kGemm : tiles(kGemmSk) >= kGemmSk16BelowTiles ? &kGemmSk : &kGemmSk16;
+    if (const GemmVariant* forced = forced_gemm_variant(g)) gv = forced;
+    const DeviceInfo& info = g.context().info();
+    if (gv->shared_floats * 4 > info.max_shared_memory ||
+        gv->local[0] * gv->local[1] * gv->local[2] > info.max_workgroup_invocations) {
+      gv = &kGemmSk16;  // 16 KB and 256 invocations: within every device's limits we run on
     }
   }
   const std::string shader = coop != nullptr ? coop_shader
                              : transposed     ? "conv_transpose2d"
-                             : gemm     ? (deep ? "conv2d_gemm_sk16" : split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
-                             : depthwise ? "conv2d_dw"
-                                         : "conv2d";
+                             : gemm           ? gv->name
+                             : depthwise      ? "conv2d_dw"
+                                              : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  const LocalSize local = coop != nullptr ? LocalSize{coop->invocations, 1, 1}
-                          : !gemm        ? kLocal1D
-                          : deep         ? kGemmSk16Local
-                          : split_k      ? kGemmSkLocal
-                                         : kGemmLocal;
-  const int64_t tile_m = coop != nullptr ? coop->tile : deep ? kGemmSk16Tile : split_k ? kGemmSkTileOC : kGemmTile;
-  const int64_t tile_n = coop != nullptr ? coop->tile : deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
+  const LocalSize local = coop != nullptr ? LocalSize{coop->invocations, 1, 1} : gemm ? gv->local : kLocal1D;
+  const int64_t tile_m = coop != nullptr ? coop->tile : gemm ? gv->tile_oc : 0;
+  const int64_t tile_n = coop != nullptr ? coop->tile : gemm ? gv->tile_pix : 0;
   std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
   g.add_node(g.current_op(), coop != nullptr ? shader : variant(g, shader, in), local, tensors,
