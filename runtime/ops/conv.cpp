@@ -65,6 +65,23 @@ constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
 
+// conv32 family: the float32 implicit GEMM on matmul_tiled's register blocking
+// (conv2d_tiled.glsl), groups 1: TC channels x 128 pixels per workgroup of
+// (16, TC / 8) invocations, pixels over the whole batch.
+struct TiledConvVariant {
+  const char* name;
+  uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
+};
+constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
+constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
+constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
+constexpr int64_t kTiledConvBK = 8;
+// Taken from this many workgroups on (fewer leave a large GPU idle: the split-K
+// GEMM kernels are made for those), with at least kTiledConvMinChannels output
+// channels and kTiledConvBK input channels (a step is BK input channels of one tap).
+constexpr int64_t kTiledConvMinGroups = 256;
+constexpr int64_t kTiledConvMinChannels = 32;
+
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
@@ -83,6 +100,32 @@ std::string coop_conv_base(ComputeGraph& g) {
     return "conv2d_coop";
   }
   return "";
+}
+
+// The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels over `pixels`
+// output pixels (the whole batch), or nullptr to keep the other kernels.
+// VKDELEGATE_NO_TILED_CONV=1 turns it off; VKDELEGATE_TILED_CONV=1 takes it for
+// every convolution it can run (groups 1, not transposed), =c32|c64|c128 with that variant.
+const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool transposed, int64_t groups,
+                                           int64_t icpg, int64_t ocpg, int64_t pixels) {
+  if (dtype != DType::Float32 || transposed || groups != 1 || env_on("VKDELEGATE_NO_TILED_CONV")) return nullptr;
+  const TiledConvVariant* v = ocpg <= 32 ? &kTiledConvC32 : ocpg <= 64 ? &kTiledConvC64 : &kTiledConvC128;
+  const char* force = std::getenv("VKDELEGATE_TILED_CONV");
+  const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
+  if (forced && std::strcmp(force, "1") != 0) {
+    v = nullptr;
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
+      if (std::strcmp(force, c->name) == 0) v = c;
+    }
+    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
+  }
+  const int64_t tp = 8 * v->x, tc = 8 * v->y;
+  const int64_t pixel_tiles = (pixels + tp - 1) / tp;
+  if (pixel_tiles > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) return nullptr;
+  if (forced) return v;
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK &&
+                    pixel_tiles * ((ocpg + tc - 1) / tc) >= kTiledConvMinGroups;
+  return fits ? v : nullptr;
 }
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
@@ -153,7 +196,17 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   if (transposed && (epi.clamp || epi.residual >= 0)) {
     g.fail("a fused clamp or residual is not supported on a transposed convolution");
   }
-  const bool gemm = !transposed && ocpg >= kGemmMinChannels;
+  const TiledConvVariant* tiled = nullptr;
+  {
+    const Tensor& x = g.tensor(in);
+    const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
+    const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
+    const int64_t OW = (W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1;
+    if (OH > 0 && OW > 0) {
+      tiled = tiled_conv_variant(g, x.dtype, transposed, groups, planned.icpg, ocpg, x.sizes[0] * OH * OW);
+    }
+  }
+  const bool gemm = !transposed && tiled == nullptr && ocpg >= kGemmMinChannels;
   bool split_k = false, deep = false;
   // coopconv family: float16 convolutions the GEMM kernels would run go to the
   // cooperative-matrix kernel where there is one.
@@ -197,13 +250,15 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
       deep = sk_tiles < kGemmSk16BelowTiles;
     }
   }
-  const std::string shader = coop != nullptr ? coop_shader
+  const std::string shader = tiled != nullptr  ? std::string("conv2d_tiled_") + tiled->name + "_f32"
+                             : coop != nullptr ? coop_shader
                              : transposed     ? "conv_transpose2d"
                              : gemm     ? (deep ? "conv2d_gemm_sk16" : split_k ? "conv2d_gemm_sk" : "conv2d_gemm")
                              : depthwise ? "conv2d_dw"
                                          : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  const LocalSize local = coop != nullptr ? LocalSize{coop->invocations, 1, 1}
+  const LocalSize local = tiled != nullptr ? LocalSize{tiled->x, tiled->y, 1}
+                          : coop != nullptr ? LocalSize{coop->invocations, 1, 1}
                           : !gemm        ? kLocal1D
                           : deep         ? kGemmSk16Local
                           : split_k      ? kGemmSkLocal
@@ -212,7 +267,7 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   const int64_t tile_n = coop != nullptr ? coop->tile : deep ? kGemmSk16Tile : split_k ? kGemmSkTilePix : kGemmTile;
   std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
-  g.add_node(g.current_op(), coop != nullptr ? shader : variant(g, shader, in), local, tensors,
+  g.add_node(g.current_op(), coop != nullptr || tiled != nullptr ? shader : variant(g, shader, in), local, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);
@@ -247,7 +302,14 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
                p.total = static_cast<int32_t>(total);
                node.set_params(p);
-               if (gemm) {
+               if (tiled != nullptr) {
+                 const int64_t tp = 8 * tiled->x, tc = 8 * tiled->y;
+                 const int64_t pixel_tiles = (N * OH * OW + tp - 1) / tp;
+                 if (pixel_tiles > 65535) {
+                   g.fail("output of " + std::to_string(N * OH * OW) + " pixels is too large for conv2d_tiled");
+                 }
+                 node.groups = {static_cast<uint32_t>((ocpg + tc - 1) / tc), static_cast<uint32_t>(pixel_tiles), 1};
+               } else if (gemm) {
                  const int64_t tiles_z = N * groups;
                  if (tiles_z > 65535) g.fail("batch * groups over 65535 is not supported");
                  node.groups = {static_cast<uint32_t>((OH * OW + tile_n - 1) / tile_n),
