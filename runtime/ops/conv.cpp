@@ -71,14 +71,19 @@ constexpr int64_t kCoopMFromTiles = 128;
 struct TiledConvVariant {
   const char* name;
   uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
+  int64_t bk;     // input channels per K step
 };
-constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
-constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
-constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
-constexpr int64_t kTiledConvBK = 8;
+constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4, 8};
+constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8, 8};
+constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16, 8};
+// Only with VKDELEGATE_TILED_CONV (to compare): BK 16, and 64 x 64 tiles.
+constexpr TiledConvVariant kTiledConvC64K16{"c64k16", 16, 8, 16};
+constexpr TiledConvVariant kTiledConvC64P64{"c64p64", 8, 8, 8};
+constexpr const TiledConvVariant* kTiledConvVariants[] = {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128,
+                                                          &kTiledConvC64K16, &kTiledConvC64P64};
 // Taken from this many workgroups on (fewer leave a large GPU idle: the split-K
 // GEMM kernels are made for those), with at least kTiledConvMinChannels output
-// channels and kTiledConvBK input channels (a step is BK input channels of one tap).
+// channels and a K step's worth of input channels (a step is BK input channels of one tap).
 constexpr int64_t kTiledConvMinGroups = 256;
 constexpr int64_t kTiledConvMinChannels = 32;
 
@@ -105,7 +110,7 @@ std::string coop_conv_base(ComputeGraph& g) {
 // The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels over `pixels`
 // output pixels (the whole batch), or nullptr to keep the other kernels.
 // VKDELEGATE_NO_TILED_CONV=1 turns it off; VKDELEGATE_TILED_CONV=1 takes it for
-// every convolution it can run (groups 1, not transposed), =c32|c64|c128 with that variant.
+// every convolution it can run (groups 1, not transposed), =c32|c64|c128|c64k16|c64p64 with that variant.
 const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool transposed, int64_t groups,
                                            int64_t icpg, int64_t ocpg, int64_t pixels) {
   if (dtype != DType::Float32 || transposed || groups != 1 || env_on("VKDELEGATE_NO_TILED_CONV")) return nullptr;
@@ -114,16 +119,18 @@ const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool tr
   const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
   if (forced && std::strcmp(force, "1") != 0) {
     v = nullptr;
-    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
+    for (const TiledConvVariant* c : kTiledConvVariants) {
       if (std::strcmp(force, c->name) == 0) v = c;
     }
-    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
+    if (v == nullptr) {
+      g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64, c128, c64k16 or c64p64");
+    }
   }
   const int64_t tp = 8 * v->x, tc = 8 * v->y;
   const int64_t pixel_tiles = (pixels + tp - 1) / tp;
   if (pixel_tiles > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) return nullptr;
   if (forced) return v;
-  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK &&
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= v->bk &&
                     pixel_tiles * ((ocpg + tc - 1) / tc) >= kTiledConvMinGroups;
   return fits ? v : nullptr;
 }
