@@ -16,11 +16,10 @@
 // The epilogue adds bias and residual, clamps, and stores vec4 along pixels when
 // OH*OW is a multiple of 4 (four consecutive outputs of one image and channel).
 // runtime/ops/conv.cpp picks it (float32 only) and the variant by channels:
+// (BK is kTiledConvBK there.)
 // variant conv2d_tiled_c32: WX=16 WY=4 BK=8
 // variant conv2d_tiled_c64: WX=16 WY=8 BK=8
 // variant conv2d_tiled_c128: WX=16 WY=16 BK=8
-// variant conv2d_tiled_c64k16: WX=16 WY=8 BK=16
-// variant conv2d_tiled_c64p64: WX=8 WY=8 BK=8
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require

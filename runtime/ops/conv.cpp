@@ -71,21 +71,26 @@ constexpr int64_t kCoopMFromTiles = 128;
 struct TiledConvVariant {
   const char* name;
   uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
-  int64_t bk;     // input channels per K step
 };
-constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4, 8};
-constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8, 8};
-constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16, 8};
-// Only with VKDELEGATE_TILED_CONV (to compare): BK 16, and 64 x 64 tiles.
-constexpr TiledConvVariant kTiledConvC64K16{"c64k16", 16, 8, 16};
-constexpr TiledConvVariant kTiledConvC64P64{"c64p64", 8, 8, 8};
-constexpr const TiledConvVariant* kTiledConvVariants[] = {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128,
-                                                          &kTiledConvC64K16, &kTiledConvC64P64};
+// On the H100 (2026-11-22, GPU time, TF/s; the other kernels / c32 / c64 / c128):
+// 64->64 3x3 56x56 batch 32: 12.2 / 20.1 / 23.6 / 13.0; 128->128 28x28 b32:
+// 9.2 / 15.0 / 23.3 / 15.6; 256->256 14x14 b32: 8.4 / 17.3 / 15.9 / 16.7 (c64: 196
+// workgroups, under one wave); 45->83 stride 2 b64: 7.5 / 16.9 / 16.3 / 14.4; but
+// 64->64 56x56 batch 1 (25 to 50 workgroups): 4.8 / 3.3 / 2.9 / 2.4. So: c64, or c32
+// where c64 leaves too few workgroups or pads the channels much more; c128 (and BK 16,
+// 64 x 64 tiles: no better than c64 anywhere, dropped) only to compare.
+constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
+constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
+constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
+constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
 // Taken from this many workgroups on (fewer leave a large GPU idle: the split-K
 // GEMM kernels are made for those), with at least kTiledConvMinChannels output
-// channels and a K step's worth of input channels (a step is BK input channels of one tap).
+// channels, a K step's worth of input channels (a step is BK input channels of one
+// tap; fewer pad it with zeros) and K of at least kTiledConvMinK (a few steps do
+// not pay for a tile's setup and epilogue; not measured, left to the GEMM kernels).
 constexpr int64_t kTiledConvMinGroups = 256;
 constexpr int64_t kTiledConvMinChannels = 32;
+constexpr int64_t kTiledConvMinK = 64;
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -107,31 +112,38 @@ std::string coop_conv_base(ComputeGraph& g) {
   return "";
 }
 
-// The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels over `pixels`
-// output pixels (the whole batch), or nullptr to keep the other kernels.
-// VKDELEGATE_NO_TILED_CONV=1 turns it off; VKDELEGATE_TILED_CONV=1 takes it for
-// every convolution it can run (groups 1, not transposed), =c32|c64|c128|c64k16|c64p64 with that variant.
+// The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels, `ksize`
+// taps, over `pixels` output pixels (the whole batch), or nullptr to keep the other
+// kernels. VKDELEGATE_NO_TILED_CONV=1 turns it off; VKDELEGATE_TILED_CONV=1 takes it
+// for every convolution it can run (groups 1, not transposed), =c32|c64|c128 with
+// that variant.
 const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool transposed, int64_t groups,
-                                           int64_t icpg, int64_t ocpg, int64_t pixels) {
+                                           int64_t icpg, int64_t ocpg, int64_t ksize, int64_t pixels) {
   if (dtype != DType::Float32 || transposed || groups != 1 || env_on("VKDELEGATE_NO_TILED_CONV")) return nullptr;
-  const TiledConvVariant* v = ocpg <= 32 ? &kTiledConvC32 : ocpg <= 64 ? &kTiledConvC64 : &kTiledConvC128;
+  const auto pixel_tiles = [&](const TiledConvVariant& v) { return (pixels + 8 * v.x - 1) / (8 * v.x); };
+  const auto channel_tiles = [&](const TiledConvVariant& v) { return (ocpg + 8 * v.y - 1) / (8 * v.y); };
+  const auto workgroups = [&](const TiledConvVariant& v) { return pixel_tiles(v) * channel_tiles(v); };
+  // c32 where c64's channel tiles compute over 15% more padding or c64 gives too few workgroups.
+  const TiledConvVariant* v = &kTiledConvC64;
+  if (channel_tiles(kTiledConvC64) * 64 * 100 > channel_tiles(kTiledConvC32) * 32 * 115 ||
+      workgroups(kTiledConvC64) < kTiledConvMinGroups) {
+    v = &kTiledConvC32;
+  }
   const char* force = std::getenv("VKDELEGATE_TILED_CONV");
   const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
   if (forced && std::strcmp(force, "1") != 0) {
     v = nullptr;
-    for (const TiledConvVariant* c : kTiledConvVariants) {
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
       if (std::strcmp(force, c->name) == 0) v = c;
     }
-    if (v == nullptr) {
-      g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64, c128, c64k16 or c64p64");
-    }
+    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
   }
-  const int64_t tp = 8 * v->x, tc = 8 * v->y;
-  const int64_t pixel_tiles = (pixels + tp - 1) / tp;
-  if (pixel_tiles > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) return nullptr;
+  if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
+    return nullptr;
+  }
   if (forced) return v;
-  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= v->bk &&
-                    pixel_tiles * ((ocpg + tc - 1) / tc) >= kTiledConvMinGroups;
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK && icpg * ksize >= kTiledConvMinK &&
+                    workgroups(*v) >= kTiledConvMinGroups;
   return fits ? v : nullptr;
 }
 
@@ -210,7 +222,8 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
     const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
     const int64_t OW = (W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1;
     if (OH > 0 && OW > 0) {
-      tiled = tiled_conv_variant(g, x.dtype, transposed, groups, planned.icpg, ocpg, x.sizes[0] * OH * OW);
+      tiled = tiled_conv_variant(g, x.dtype, transposed, groups, planned.icpg, ocpg, planned.KH * planned.KW,
+                                 x.sizes[0] * OH * OW);
     }
   }
   const bool gemm = !transposed && tiled == nullptr && ocpg >= kGemmMinChannels;
