@@ -92,6 +92,8 @@ MICRO = {
     # channels and pixels with stride 2 (the tiled kernel's edges, for max_rel_err).
     "conv3x3_128c_28_b32": (lambda: (ConvF16(128, 128, 3, padding=1), (_f32(32, 128, 28, 28),)), "TFLOP/s",
                             32 * 2 * 128 * 128 * 9 * 28 * 28),
+    "conv3x3_128c_28_b8": (lambda: (ConvF16(128, 128, 3, padding=1), (_f32(8, 128, 28, 28),)), "TFLOP/s",
+                           8 * 2 * 128 * 128 * 9 * 28 * 28),
     "conv3x3_256c_14_b32": (lambda: (ConvF16(256, 256, 3, padding=1), (_f32(32, 256, 14, 14),)), "TFLOP/s",
                             32 * 2 * 256 * 256 * 9 * 14 * 14),
     "conv3x3_fp32_odd_s2_b64": (lambda: (ConvF16(45, 83, 3, stride=2, padding=1), (_f32(64, 45, 63, 61),)),

@@ -9,7 +9,7 @@ set -uo pipefail
 out=${1:?usage: sweep_conv32.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(c32 c64 c128 c64k16 c64p64)
+[ ${#configs[@]} -eq 0 ] && configs=(c32 c64 c32p c64p)
 root=$(pwd)
 for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -33,7 +33,7 @@ sweep() {  # pte work label env...
     || { echo "$pte $label: FAILED $(tail -c 300 /tmp/r.txt)"; return; }
   python3 -c "import json; us = json.load(open('/tmp/r.json'))['gpu_us']; print(f'$pte $label: {us:.1f} us, {$work / (us * 1e6):.2f} TF/s')"
 }
-for pte in ${SWEEP_PTES:-conv3x3_64c_56_b32 conv3x3_64c_56_b1 conv3x3_128c_28_b32 conv3x3_256c_14_b32 conv3x3_fp32_odd_s2_b64}; do
+for pte in ${SWEEP_PTES:-conv3x3_64c_56_b32 conv3x3_64c_56_b1 conv3x3_128c_28_b32 conv3x3_128c_28_b8 conv3x3_256c_14_b32 conv3x3_fp32_odd_s2_b64}; do
   [ -f $pte.pte ] || continue
   work=$(python3 -c "from cases import MICRO; print(MICRO['$pte'][2])")
   sweep $pte.pte $work "other kernels" VKDELEGATE_NO_TILED_CONV=1

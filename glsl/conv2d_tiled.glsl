@@ -17,9 +17,11 @@
 // OH*OW is a multiple of 4 (four consecutive outputs of one image and channel).
 // runtime/ops/conv.cpp picks it (float32 only) and the variant by channels:
 // (BK is kTiledConvBK there.)
-// variant conv2d_tiled_c32: WX=16 WY=4 BK=8
-// variant conv2d_tiled_c64: WX=16 WY=8 BK=8
-// variant conv2d_tiled_c128: WX=16 WY=16 BK=8
+// variant conv2d_tiled_c32: WX=16 WY=4 BK=8 PRED=0
+// variant conv2d_tiled_c64: WX=16 WY=8 BK=8 PRED=0
+// variant conv2d_tiled_c128: WX=16 WY=16 BK=8 PRED=0
+// variant conv2d_tiled_c32p: WX=16 WY=4 BK=8 PRED=1
+// variant conv2d_tiled_c64p: WX=16 WY=8 BK=8 PRED=1
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -56,7 +58,7 @@ layout(set = 0, binding = 5) uniform Params {
 #define RSTEP (NT >= TP ? NT / TP : 1)
 // weights per invocation and step
 #define A_LOADS (BK * TC / NT)
-#if B_LOADS * NT != BK * TP || A_LOADS * NT != BK * TC || (TP % NT != 0 && NT % TP != 0)
+#if B_LOADS * NT != BK * TP || A_LOADS * NT != BK * TC || (TP % NT != 0 && NT % TP != 0) || NT % TC != 0
 #error the tiles must divide evenly among the invocations
 #endif
 
@@ -133,15 +135,11 @@ void main() {
     px_base[q] = n * p.C * HW + px_ih[q] * p.W + px_iw[q] + (tid / TP) * HW;
   }
   const int row0 = tid / TP;  // this invocation's first im2col row in a step
-  // Weight elements: channel e % TC, row e / TC of element e = tid + i * NT.
-  int w_off[A_LOADS];
-  bool w_ok[A_LOADS];
-  [[unroll]] for (int i = 0; i < A_LOADS; ++i) {
-    const int e = tid + i * NT;
-    const int oc = oc0 + e % TC;
-    w_ok[i] = oc < p.ocpg;
-    w_off[i] = oc * K + (e / TC) * ksize;
-  }
+  // Weight elements: element i is channel tid % TC (NT is a multiple of TC), row
+  // tid / TC + i * (NT / TC) of the step.
+  const int w_row = tid / TC;
+  const bool w_ok = oc0 + tid % TC < p.ocpg;
+  const int w_off = (oc0 + tid % TC) * K + w_row * ksize;
 
   DECL4(c00_);
   DECL4(c01_);
@@ -151,16 +149,27 @@ void main() {
   float ra[A_LOADS], rb[B_LOADS];
   // The step the next fetch loads: input channels l_ic .. l_ic + BK - 1 at tap (l_kh, l_kw).
   int l_ic = 0, l_kh = 0, l_kw = 0;
+#if PRED
+  // Predicated loads: masked-out lanes fetch nothing.
+#define LOAD(dst, buf, idx, ok) \
+  dst = 0.0;                    \
+  if (ok) dst = buf[idx]
+#else
   // Branch-free loads: a masked-out element loads index 0 and is replaced by zero.
+#define LOAD(dst, buf, idx, ok)                \
+  {                                            \
+    const float v_ = buf[(ok) ? (idx) : 0];    \
+    dst = (ok) ? v_ : 0.0;                     \
+  }
+#endif
 #define FETCH()                                                                           \
   {                                                                                       \
     const int dh = l_kh * p.dil_h, dw = l_kw * p.dil_w;                                   \
     const int rem = p.icpg - l_ic;                                                        \
     const int wofs = l_ic * ksize + l_kh * p.KW + l_kw;                                   \
     [[unroll]] for (int i = 0; i < A_LOADS; ++i) {                                        \
-      const bool ok = w_ok[i] && (tid + i * NT) / TC < rem;                               \
-      const float v = w_data[ok ? w_off[i] + wofs : 0];                                   \
-      ra[i] = ok ? v : 0.0;                                                               \
+      const bool ok = w_ok && w_row + i * (NT / TC) < rem;                                \
+      LOAD(ra[i], w_data, w_off + wofs + i * (NT / TC) * ksize, ok);                      \
     }                                                                                     \
     const int toff = l_ic * HW + dh * p.W + dw;                                           \
     [[unroll]] for (int q = 0; q < PPI; ++q) {                                            \
@@ -169,8 +178,7 @@ void main() {
       const int a = px_base[q] + toff;                                                    \
       [[unroll]] for (int j = 0; j < RPI; ++j) {                                          \
         const bool ok = in_img && row0 + j * RSTEP < rem;                                 \
-        const float v = in_data[ok ? a + j * RSTEP * HW : 0];                             \
-        rb[q * RPI + j] = ok ? v : 0.0;                                                   \
+        LOAD(rb[q * RPI + j], in_data, a + j * RSTEP * HW, ok);                           \
       }                                                                                   \
     }                                                                                     \
     l_ic += BK;                                                                           \
@@ -185,8 +193,8 @@ void main() {
 #define STORE_TILES(BUF)                                                                  \
   {                                                                                       \
     [[unroll]] for (int i = 0; i < A_LOADS; ++i) {                                        \
-      const int e = tid + i * NT, c = e % TC;                                             \
-      a_tile[BUF][e / TC][c >> 2][c & 3] = ra[i];                                         \
+      const int c = tid % TC;                                                             \
+      a_tile[BUF][w_row + i * (NT / TC)][c >> 2][c & 3] = ra[i];                          \
     }                                                                                     \
     [[unroll]] for (int q = 0; q < PPI; ++q) {                                            \
       const int px = tid % TP + q * NT;                                                   \

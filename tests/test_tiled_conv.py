@@ -88,7 +88,7 @@ def _run(name, monkeypatch, env):
     return _conv_shaders(graph), out, ref
 
 
-@pytest.mark.parametrize("variant", ["c32", "c64", "c128"])
+@pytest.mark.parametrize("variant", ["c32", "c64", "c128", "c32p", "c64p"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tiled_conv_matches_eager(name, variant, monkeypatch):
     shaders, out, ref = _run(name, monkeypatch, {"VKDELEGATE_TILED_CONV": variant})

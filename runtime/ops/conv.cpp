@@ -82,6 +82,9 @@ struct TiledConvVariant {
 constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
 constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
 constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
+// Predicated im2col and weight loads instead of loads of index 0 for masked lanes.
+constexpr TiledConvVariant kTiledConvC32P{"c32p", 16, 4};
+constexpr TiledConvVariant kTiledConvC64P{"c64p", 16, 8};
 constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
 // Taken from this many workgroups on (fewer leave a large GPU idle: the split-K
 // GEMM kernels are made for those), with at least kTiledConvMinChannels output
@@ -133,10 +136,11 @@ const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool tr
   const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
   if (forced && std::strcmp(force, "1") != 0) {
     v = nullptr;
-    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128, &kTiledConvC32P,
+                                      &kTiledConvC64P}) {
       if (std::strcmp(force, c->name) == 0) v = c;
     }
-    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
+    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64, c128, c32p or c64p");
   }
   if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
     return nullptr;
