@@ -9,7 +9,7 @@ set -uo pipefail
 out=${1:?usage: sweep_conv32.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(c32 c64 c32p c64p)
+[ ${#configs[@]} -eq 0 ] && configs=(c32 c64 c128)
 root=$(pwd)
 for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig

@@ -88,7 +88,7 @@ def _run(name, monkeypatch, env):
     return _conv_shaders(graph), out, ref
 
 
-@pytest.mark.parametrize("variant", ["c32", "c64", "c128", "c32p", "c64p"])
+@pytest.mark.parametrize("variant", ["c32", "c64", "c128"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tiled_conv_matches_eager(name, variant, monkeypatch):
     shaders, out, ref = _run(name, monkeypatch, {"VKDELEGATE_TILED_CONV": variant})
@@ -98,11 +98,11 @@ def test_tiled_conv_matches_eager(name, variant, monkeypatch):
 
 
 def test_forced_on_takes_a_variant(monkeypatch):
-    """VKDELEGATE_TILED_CONV=1 takes the kernel at any size (the variant by channels
-    and workgroups: c32 for shapes this small)."""
-    for name in ("pointwise_pad0_batch3", "odd_45to83_3x3_pad1_batch2"):
+    """VKDELEGATE_TILED_CONV=1 takes the kernel at any size, the variant by channels:
+    c64, c32 where c64 would pad 83 channels to 128 (c32: 96)."""
+    for name, want in (("pointwise_pad0_batch3", "c64"), ("odd_45to83_3x3_pad1_batch2", "c32")):
         shaders, out, ref = _run(name, monkeypatch, {"VKDELEGATE_TILED_CONV": "1"})
-        assert shaders == ["conv2d_tiled_c32_f32"], (name, shaders)
+        assert shaders == [f"conv2d_tiled_{want}_f32"], (name, shaders)
         torch.testing.assert_close(out, ref, **TOL)
 
 
@@ -111,7 +111,7 @@ def test_direct_run_agrees(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_TILED_CONV", "1")
     module, inputs = CASES["residual_relu_vec_out"][0]().eval(), CASES["residual_relu_vec_out"][1]()
     em, graph = _graph(module, inputs)
-    assert _conv_shaders(graph) == ["conv2d_tiled_c32_f32"]
+    assert _conv_shaders(graph) == ["conv2d_tiled_c64_f32"]
     out = run_pte(em.to_executorch().buffer, inputs)[0]
     direct = graph.run([x.numpy() for x in inputs])[0]
     np.testing.assert_array_equal(direct, out.numpy())
@@ -160,10 +160,10 @@ def _selected(module, x, monkeypatch, env=None):
 
 def test_default_selection(monkeypatch):
     """Without the environment variable: taken where its tiles fill a large GPU
-    (>= 256 workgroups: 32 x 64 x 56 x 56 gives 784), not at batch 1 of the same
-    layer (25 workgroups: the split-K GEMM kernel), not with few channels or a short
-    K; c32 where c64 would give too few workgroups or pad the channels much more.
-    VKDELEGATE_NO_TILED_CONV=1 turns it off."""
+    (>= 256 workgroups: 32 x 64 x 56 x 56 gives 784; >= 96 with K >= 512), not at
+    batch 1 of the same layer (25 workgroups: the split-K GEMM kernel), not with few
+    channels or a short K; c32 where only it reaches 256 workgroups or c64 would pad
+    the channels much more. VKDELEGATE_NO_TILED_CONV=1 turns it off."""
     conv = _Conv(64, 64, 3, padding=1).eval()
     big, small = torch.zeros(32, 64, 56, 56), torch.zeros(1, 64, 56, 56)
     assert _selected(conv, big, monkeypatch) == ["conv2d_tiled_c64_f32"]
@@ -172,6 +172,12 @@ def test_default_selection(monkeypatch):
     # 256 channels at 14 x 14: c64 gives 49 x 4 = 196 workgroups, c32 392.
     deep = _Conv(256, 256, 3, padding=1).eval()
     assert _selected(deep, torch.zeros(32, 256, 14, 14), monkeypatch) == ["conv2d_tiled_c32_f32"]
+    # 128 channels at 28 x 28, batch 8: 98 c64 workgroups (c32: 196), K = 1152.
+    mid = _Conv(128, 128, 3, padding=1).eval()
+    assert _selected(mid, torch.zeros(8, 128, 28, 28), monkeypatch) == ["conv2d_tiled_c64_f32"]
+    # ResNet-50's 64 -> 256 1x1 at batch 1: 100 c64 workgroups but K = 64.
+    expand = _Conv(64, 256, 1).eval()
+    assert not any("tiled" in s for s in _selected(expand, small, monkeypatch))
     # 83 channels: c64 computes 128, c32 96.
     odd = _Conv(45, 83, 3, stride=2, padding=1).eval()
     assert _selected(odd, torch.zeros(64, 45, 31, 29), monkeypatch) == ["conv2d_tiled_c32_f32"]

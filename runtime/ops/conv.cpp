@@ -72,26 +72,28 @@ struct TiledConvVariant {
   const char* name;
   uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
 };
-// On the H100 (2026-11-22, GPU time, TF/s; the other kernels / c32 / c64 / c128):
-// 64->64 3x3 56x56 batch 32: 12.2 / 20.1 / 23.6 / 13.0; 128->128 28x28 b32:
-// 9.2 / 15.0 / 23.3 / 15.6; 256->256 14x14 b32: 8.4 / 17.3 / 15.9 / 16.7 (c64: 196
-// workgroups, under one wave); 45->83 stride 2 b64: 7.5 / 16.9 / 16.3 / 14.4; but
-// 64->64 56x56 batch 1 (25 to 50 workgroups): 4.8 / 3.3 / 2.9 / 2.4. So: c64, or c32
-// where c64 leaves too few workgroups or pads the channels much more; c128 (and BK 16,
-// 64 x 64 tiles: no better than c64 anywhere, dropped) only to compare.
+// On the H100 (2026-11-22, GPU time, TF/s; the other kernels / c32 / c64, PyTorch
+// cuDNN in brackets): 64->64 3x3 56x56 batch 32 (784 c64 workgroups): 12.2 / 22.2 /
+// 24.7 [23.5-24.4]; 128->128 28x28 b32 (392): 9.2 / 16.5 / 24.5 [42.7]; the same at
+// b8 (98): 5.8 / 13.0 / 13.8 [14.9]; 256->256 14x14 b32 (196): 8.4 / 19.6 / 17.5
+// [25.6]; 45->83 stride 2 b64: 7.5 / 18.0 / 16.8 [18.7]; but 64->64 56x56 batch 1
+// (25 workgroups): 4.75 / 3.2 / 3.3. c128 was slower than c64 everywhere (kept to
+// compare), as were BK 16 and 64 x 64 tiles (dropped).
 constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
 constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
 constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
-// Predicated im2col and weight loads instead of loads of index 0 for masked lanes.
-constexpr TiledConvVariant kTiledConvC32P{"c32p", 16, 4};
-constexpr TiledConvVariant kTiledConvC64P{"c64p", 16, 8};
 constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
-// Taken from this many workgroups on (fewer leave a large GPU idle: the split-K
-// GEMM kernels are made for those), with at least kTiledConvMinChannels output
-// channels, a K step's worth of input channels (a step is BK input channels of one
-// tap; fewer pad it with zeros) and K of at least kTiledConvMinK (a few steps do
-// not pay for a tile's setup and epilogue; not measured, left to the GEMM kernels).
-constexpr int64_t kTiledConvMinGroups = 256;
+// c64, or c32 where c64 computes over 15% more padded channels, or where only c32
+// gives kTiledConvFullGroups workgroups (about two per SM of a large GPU).
+constexpr int64_t kTiledConvFullGroups = 256;
+// Taken with that many workgroups, or kTiledConvMinGroups where K is at least
+// kTiledConvMinGroupsK (98 workgroups with K = 1152 ran 2.4x the split-K GEMM
+// kernel; 25 with K = 576 ran 0.7x: left to it), with at least kTiledConvMinChannels
+// output channels, a K step's worth of input channels (a step is BK input channels
+// of one tap; fewer pad it with zeros) and K of at least kTiledConvMinK (a few steps
+// do not pay for a tile's setup and epilogue; not measured, left to the GEMM kernels).
+constexpr int64_t kTiledConvMinGroups = 96;
+constexpr int64_t kTiledConvMinGroupsK = 512;
 constexpr int64_t kTiledConvMinChannels = 32;
 constexpr int64_t kTiledConvMinK = 64;
 
@@ -126,28 +128,28 @@ const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool tr
   const auto pixel_tiles = [&](const TiledConvVariant& v) { return (pixels + 8 * v.x - 1) / (8 * v.x); };
   const auto channel_tiles = [&](const TiledConvVariant& v) { return (ocpg + 8 * v.y - 1) / (8 * v.y); };
   const auto workgroups = [&](const TiledConvVariant& v) { return pixel_tiles(v) * channel_tiles(v); };
-  // c32 where c64's channel tiles compute over 15% more padding or c64 gives too few workgroups.
   const TiledConvVariant* v = &kTiledConvC64;
   if (channel_tiles(kTiledConvC64) * 64 * 100 > channel_tiles(kTiledConvC32) * 32 * 115 ||
-      workgroups(kTiledConvC64) < kTiledConvMinGroups) {
+      (workgroups(kTiledConvC64) < kTiledConvFullGroups && workgroups(kTiledConvC32) >= kTiledConvFullGroups)) {
     v = &kTiledConvC32;
   }
   const char* force = std::getenv("VKDELEGATE_TILED_CONV");
   const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
   if (forced && std::strcmp(force, "1") != 0) {
     v = nullptr;
-    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128, &kTiledConvC32P,
-                                      &kTiledConvC64P}) {
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
       if (std::strcmp(force, c->name) == 0) v = c;
     }
-    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64, c128, c32p or c64p");
+    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
   }
   if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
     return nullptr;
   }
   if (forced) return v;
-  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK && icpg * ksize >= kTiledConvMinK &&
-                    workgroups(*v) >= kTiledConvMinGroups;
+  const int64_t K = icpg * ksize;
+  const int64_t enough_groups = K >= kTiledConvMinGroupsK ? kTiledConvMinGroups : kTiledConvFullGroups;
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK && K >= kTiledConvMinK &&
+                    workgroups(*v) >= enough_groups;
   return fits ? v : nullptr;
 }
 
