@@ -44,7 +44,7 @@ class Conv3x3(nn.Module):
 
 
 class ConvF16(nn.Module):
-    """coopconv family: a half-precision convolution (the cooperative-matrix kernel)."""
+    """A convolution; coopconv family: .half() for the cooperative-matrix kernel, conv32: float32 as is."""
 
     def __init__(self, c, oc, k, stride=1, padding=0):
         super().__init__()
@@ -88,6 +88,16 @@ MICRO = {
     "conv1x1_fp16_1024to256_14_b1": (lambda: (ConvF16(1024, 256, 1).half(), (_f16(1, 1024, 14, 14),)),
                                      "TFLOP/s", 2 * 1024 * 256 * 14 * 14),
     "conv3x3_64c_56_b32": (lambda: (Conv3x3(), (_f32(32, 64, 56, 56),)), "TFLOP/s", 32 * 2 * 64 * 64 * 9 * 56 * 56),
+    # conv32 family: float32 convolutions at batch 32 (ResNet's deeper 3x3 layers) and odd
+    # channels and pixels with stride 2 (the tiled kernel's edges, for max_rel_err).
+    "conv3x3_128c_28_b32": (lambda: (ConvF16(128, 128, 3, padding=1), (_f32(32, 128, 28, 28),)), "TFLOP/s",
+                            32 * 2 * 128 * 128 * 9 * 28 * 28),
+    "conv3x3_128c_28_b8": (lambda: (ConvF16(128, 128, 3, padding=1), (_f32(8, 128, 28, 28),)), "TFLOP/s",
+                           8 * 2 * 128 * 128 * 9 * 28 * 28),
+    "conv3x3_256c_14_b32": (lambda: (ConvF16(256, 256, 3, padding=1), (_f32(32, 256, 14, 14),)), "TFLOP/s",
+                            32 * 2 * 256 * 256 * 9 * 14 * 14),
+    "conv3x3_fp32_odd_s2_b64": (lambda: (ConvF16(45, 83, 3, stride=2, padding=1), (_f32(64, 45, 63, 61),)),
+                                "TFLOP/s", 64 * 2 * 83 * 45 * 9 * 32 * 31),
 }
 
 

@@ -91,6 +91,38 @@ constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
 
+// conv32 family: the float32 implicit GEMM on matmul_tiled's register blocking
+// (conv2d_tiled.glsl), groups 1: TC channels x 128 pixels per workgroup of
+// (16, TC / 8) invocations, pixels over the whole batch.
+struct TiledConvVariant {
+  const char* name;
+  uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
+};
+// On the H100 (2026-11-22, GPU time, TF/s; the other kernels / c32 / c64, PyTorch
+// cuDNN in brackets): 64->64 3x3 56x56 batch 32 (784 c64 workgroups): 12.2 / 22.2 /
+// 24.7 [23.5-24.4]; 128->128 28x28 b32 (392): 9.2 / 16.5 / 24.5 [42.7]; the same at
+// b8 (98): 5.8 / 13.0 / 13.8 [14.9]; 256->256 14x14 b32 (196): 8.4 / 19.6 / 17.5
+// [25.6]; 45->83 stride 2 b64: 7.5 / 18.0 / 16.8 [18.7]; but 64->64 56x56 batch 1
+// (25 workgroups): 4.75 / 3.2 / 3.3. c128 was slower than c64 everywhere (kept to
+// compare), as were BK 16 and 64 x 64 tiles (dropped).
+constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
+constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
+constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
+constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
+// c64, or c32 where c64 computes over 15% more padded channels, or where only c32
+// gives kTiledConvFullGroups workgroups (about two per SM of a large GPU).
+constexpr int64_t kTiledConvFullGroups = 256;
+// Taken with that many workgroups, or kTiledConvMinGroups where K is at least
+// kTiledConvMinGroupsK (98 workgroups with K = 1152 ran 2.4x the split-K GEMM
+// kernel; 25 with K = 576 ran 0.7x: left to it), with at least kTiledConvMinChannels
+// output channels, a K step's worth of input channels (a step is BK input channels
+// of one tap; fewer pad it with zeros) and K of at least kTiledConvMinK (a few steps
+// do not pay for a tile's setup and epilogue; not measured, left to the GEMM kernels).
+constexpr int64_t kTiledConvMinGroups = 96;
+constexpr int64_t kTiledConvMinGroupsK = 512;
+constexpr int64_t kTiledConvMinChannels = 32;
+constexpr int64_t kTiledConvMinK = 64;
+
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
@@ -109,6 +141,42 @@ std::string coop_conv_base(ComputeGraph& g) {
     return "conv2d_coop";
   }
   return "";
+}
+
+// The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels, `ksize`
+// taps, over `pixels` output pixels (the whole batch), or nullptr to keep the other
+// kernels. VKDELEGATE_NO_TILED_CONV=1 turns it off; VKDELEGATE_TILED_CONV=1 takes it
+// for every convolution it can run (groups 1, not transposed), =c32|c64|c128 with
+// that variant.
+const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool transposed, int64_t groups,
+                                           int64_t icpg, int64_t ocpg, int64_t ksize, int64_t pixels) {
+  if (dtype != DType::Float32 || transposed || groups != 1 || env_on("VKDELEGATE_NO_TILED_CONV")) return nullptr;
+  const auto pixel_tiles = [&](const TiledConvVariant& v) { return (pixels + 8 * v.x - 1) / (8 * v.x); };
+  const auto channel_tiles = [&](const TiledConvVariant& v) { return (ocpg + 8 * v.y - 1) / (8 * v.y); };
+  const auto workgroups = [&](const TiledConvVariant& v) { return pixel_tiles(v) * channel_tiles(v); };
+  const TiledConvVariant* v = &kTiledConvC64;
+  if (channel_tiles(kTiledConvC64) * 64 * 100 > channel_tiles(kTiledConvC32) * 32 * 115 ||
+      (workgroups(kTiledConvC64) < kTiledConvFullGroups && workgroups(kTiledConvC32) >= kTiledConvFullGroups)) {
+    v = &kTiledConvC32;
+  }
+  const char* force = std::getenv("VKDELEGATE_TILED_CONV");
+  const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
+  if (forced && std::strcmp(force, "1") != 0) {
+    v = nullptr;
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
+      if (std::strcmp(force, c->name) == 0) v = c;
+    }
+    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
+  }
+  if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
+    return nullptr;
+  }
+  if (forced) return v;
+  const int64_t K = icpg * ksize;
+  const int64_t enough_groups = K >= kTiledConvMinGroupsK ? kTiledConvMinGroups : kTiledConvFullGroups;
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK && K >= kTiledConvMinK &&
+                    workgroups(*v) >= enough_groups;
+  return fits ? v : nullptr;
 }
 
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
@@ -179,7 +247,18 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   if (transposed && (epi.clamp || epi.residual >= 0)) {
     g.fail("a fused clamp or residual is not supported on a transposed convolution");
   }
-  const bool gemm = !transposed && ocpg >= kGemmMinChannels;
+  const TiledConvVariant* tiled = nullptr;
+  {
+    const Tensor& x = g.tensor(in);
+    const int64_t H = spatial == 2 ? x.sizes[2] : 1, W = x.sizes.back();
+    const int64_t OH = (H + 2 * ph - dh * (planned.KH - 1) - 1) / sh + 1;
+    const int64_t OW = (W + 2 * pw - dw * (planned.KW - 1) - 1) / sw + 1;
+    if (OH > 0 && OW > 0) {
+      tiled = tiled_conv_variant(g, x.dtype, transposed, groups, planned.icpg, ocpg, planned.KH * planned.KW,
+                                 x.sizes[0] * OH * OW);
+    }
+  }
+  const bool gemm = !transposed && tiled == nullptr && ocpg >= kGemmMinChannels;
   const GemmVariant* gv = nullptr;  // the conv2d_gemm variant, for GEMM convolutions off coop
   // coopconv family: float16 convolutions the GEMM kernels would run go to the
   // cooperative-matrix kernel where there is one.
@@ -225,18 +304,22 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
       gv = &kGemmSk16;  // 16 KB and 256 invocations: within every device's limits we run on
     }
   }
-  const std::string shader = coop != nullptr ? coop_shader
+  const std::string shader = tiled != nullptr  ? std::string("conv2d_tiled_") + tiled->name + "_f32"
+                             : coop != nullptr ? coop_shader
                              : transposed     ? "conv_transpose2d"
                              : gemm           ? gv->name
                              : depthwise      ? "conv2d_dw"
                                               : "conv2d";
   const int toc = depthwise ? 1 : kTileOC;
-  const LocalSize local = coop != nullptr ? LocalSize{coop->invocations, 1, 1} : gemm ? gv->local : kLocal1D;
+  const LocalSize local = tiled != nullptr ? LocalSize{tiled->x, tiled->y, 1}
+                          : coop != nullptr ? LocalSize{coop->invocations, 1, 1}
+                          : gemm            ? gv->local
+                                            : kLocal1D;
   const int64_t tile_m = coop != nullptr ? coop->tile : gemm ? gv->tile_oc : 0;
   const int64_t tile_n = coop != nullptr ? coop->tile : gemm ? gv->tile_pix : 0;
   std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
-  g.add_node(g.current_op(), coop != nullptr ? shader : variant(g, shader, in), local, tensors,
+  g.add_node(g.current_op(), coop != nullptr || tiled != nullptr ? shader : variant(g, shader, in), local, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                const auto [C, OC, icpg, ocpg, KH, KW] = shape_of(g);
@@ -271,7 +354,14 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
                p.total = static_cast<int32_t>(total);
                node.set_params(p);
-               if (gemm) {
+               if (tiled != nullptr) {
+                 const int64_t tp = 8 * tiled->x, tc = 8 * tiled->y;
+                 const int64_t pixel_tiles = (N * OH * OW + tp - 1) / tp;
+                 if (pixel_tiles > 65535) {
+                   g.fail("output of " + std::to_string(N * OH * OW) + " pixels is too large for conv2d_tiled");
+                 }
+                 node.groups = {static_cast<uint32_t>((ocpg + tc - 1) / tc), static_cast<uint32_t>(pixel_tiles), 1};
+               } else if (gemm) {
                  const int64_t tiles_z = N * groups;
                  if (tiles_z > 65535) g.fail("batch * groups over 65535 is not supported");
                  node.groups = {static_cast<uint32_t>((OH * OW + tile_n - 1) / tile_n),
