@@ -7,14 +7,13 @@
 // SLICES groups of invocations (local z) walk interleaved K steps of one
 // smaller tile, then sum their partial tiles in shared memory: more
 // workgroups, and each runs SLICES times fewer serial steps (sk16: 16 x 16
-// tiles and 16 slices; sk32 / sk64: 16-channel x 8-pixel tiles and 32 or 64
-// slices, for the deepest layers).
+// tiles and 16 slices, for the deepest layers; smaller tiles with 32 or 64
+// slices measured slower on every ResNet-18 layer on the H100: too little
+// reuse per load).
 // The host's local size is (TNT, TMT, SLICES).
 // variant conv2d_gemm: TMT=16 TNT=16 SLICES=1 BK=16
 // variant conv2d_gemm_sk: TMT=8 TNT=4 SLICES=8 BK=8
 // variant conv2d_gemm_sk16: TMT=4 TNT=4 SLICES=16 BK=8
-// variant conv2d_gemm_sk32: TMT=4 TNT=2 SLICES=32 BK=8
-// variant conv2d_gemm_sk64: TMT=4 TNT=2 SLICES=64 BK=4
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

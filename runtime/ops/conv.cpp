@@ -44,10 +44,12 @@ constexpr LocalSize kGemmSkLocal{4, 8, 8};
 constexpr int64_t kGemmSkTileOC = 32;
 constexpr int64_t kGemmSkTilePix = 16;
 constexpr int64_t kGemmSkBelowTiles = 256;
-// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K.
+// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K. On the
+// H100 (2026-11-22, ResNet-18 fp32 per layer) sk16 won at 512ch 7x7 (64 sk
+// tiles: 72 us vs 95) and sk at 256ch 14x14 (104 sk tiles: 51 us vs 56).
 constexpr LocalSize kGemmSk16Local{4, 4, 16};
 constexpr int64_t kGemmSk16Tile = 16;
-constexpr int64_t kGemmSk16BelowTiles = 128;
+constexpr int64_t kGemmSk16BelowTiles = 96;
 
 // The GEMM variants: name, local size (TNT, TMT, SLICES), channel and pixel tile,
 // shared memory (floats: max(SLICES * BK * (TM + TN), (SLICES - 1) * TM * TN)).
@@ -60,19 +62,17 @@ struct GemmVariant {
 constexpr GemmVariant kGemm{"conv2d_gemm", kGemmLocal, kGemmTile, kGemmTile, 16 * 128};
 constexpr GemmVariant kGemmSk{"conv2d_gemm_sk", kGemmSkLocal, kGemmSkTileOC, kGemmSkTilePix, 7 * 32 * 16};
 constexpr GemmVariant kGemmSk16{"conv2d_gemm_sk16", kGemmSk16Local, kGemmSk16Tile, kGemmSk16Tile, 16 * 8 * 32};
-constexpr GemmVariant kGemmSk32{"conv2d_gemm_sk32", {2, 4, 32}, 16, 8, 32 * 8 * 24};
-constexpr GemmVariant kGemmSk64{"conv2d_gemm_sk64", {2, 4, 64}, 16, 8, 63 * 16 * 8};
 
-// VKDELEGATE_CONV_GEMM=gemm|sk|sk16|sk32|sk64 forces one variant on every
+// VKDELEGATE_CONV_GEMM=gemm|sk|sk16 forces one variant on every
 // convolution that takes the GEMM kernels (tests, sweeps); null if unset.
 const GemmVariant* forced_gemm_variant(ComputeGraph& g) {
   const char* v = std::getenv("VKDELEGATE_CONV_GEMM");
   if (v == nullptr || *v == 0) return nullptr;
-  for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16, &kGemmSk32, &kGemmSk64}) {
+  for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16}) {
     const char* short_name = gv == &kGemm ? "gemm" : gv->name + std::strlen("conv2d_gemm_");
     if (std::strcmp(v, short_name) == 0) return gv;
   }
-  g.fail(std::string("VKDELEGATE_CONV_GEMM=") + v + ": expected gemm, sk, sk16, sk32 or sk64");
+  g.fail(std::string("VKDELEGATE_CONV_GEMM=") + v + ": expected gemm, sk or sk16");
 }
 
 // coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
