@@ -1,4 +1,5 @@
-// Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32 ones).
+// Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32
+// ones, matmul_coop.glsl for float16 ones on devices with cooperative matrices).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,8 @@ struct MatmulParams {
   int32_t b_sk, b_sn, c_sb, bias_sb;
   int32_t bias_sm, bias_sn, has_bias, pad0;
   float alpha, beta, pad1, pad2;
+  // coopmm: 16-byte rows of A, B and the output (vector loads and stores); workgroup swizzle
+  int32_t vec_a, vec_b, vec_c, group_m;
 };
 
 // Tile configurations, largest first: local size and tile (4 * local y rows,
@@ -99,6 +102,79 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
 }
 // ---- end fp32mm
 
+// ---- coopmm family: float16 products on cooperative matrices (matmul_coop.glslh).
+// Per variant: warps WM x WN, 16x16 accumulators per warp FM x FN, shared stages.
+struct CoopMmVariant {
+  const char* name;
+  uint32_t wm, wn, fm, fn, stages;
+  uint32_t tile_m() const { return wm * fm * 16; }
+  uint32_t tile_n() const { return wn * fn * 16; }
+  uint32_t invocations() const { return wm * wn * 32; }
+  // The A and B tiles (BK = 32 halves, rows padded by 8 halves) per stage, and
+  // a 16x16 float scratch per warp.
+  uint32_t shared_bytes(bool b_kmajor) const {
+    const uint32_t b = b_kmajor ? tile_n() * 5 : 32 * (tile_n() / 8 + 1);
+    return 16 * stages * (tile_m() * 5 + b) + wm * wn * 1024;
+  }
+};
+// l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
+// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit 32 KiB);
+// w: 128 x 256 (one buffer); m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
+constexpr CoopMmVariant kCoopMmVariants[] = {
+    {"l", 2, 4, 4, 2, 2}, {"lt", 4, 2, 2, 4, 2}, {"l1", 2, 4, 4, 2, 1},
+    {"lt1", 4, 2, 2, 4, 1}, {"w", 2, 4, 4, 4, 1}, {"m", 2, 2, 2, 2, 2},
+};
+constexpr const CoopMmVariant& kCoopMmL = kCoopMmVariants[0];
+constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
+constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[5];
+constexpr int64_t kCoopMmLFromGroups = 128;  // l once its tiles alone fill a large GPU
+constexpr int kCoopMmGroupM = 8;
+
+struct CoopMmChoice {
+  std::string shader;
+  const CoopMmVariant* v = nullptr;
+};
+
+// The cooperative-matrix kernel for this product, if any: float16, A contiguous
+// in k, B contiguous in n or k, a device with the matrices (coopmat_f16_base), a
+// variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|l1|lt1|w|m forces a
+// variant (tests, benchmarks); one that does not fit falls back to the float kernel.
+CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
+  if (g.tensor(a).dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return {};
+  const std::string base = coopmat_f16_base(g, "matmul_coop");
+  if (base.empty()) return {};
+  const bool kmajor = p.b_sn != 1;
+  const uint32_t smem = g.context().info().max_shared_memory;
+  const auto fits = [&](const CoopMmVariant& v) {
+    return v.shared_bytes(kmajor) <= smem && find_shader(base + "_" + v.name + (kmajor ? "_kb" : "_nb") + "_f16");
+  };
+  const CoopMmVariant* chosen = nullptr;
+  if (const char* f = std::getenv("VKDELEGATE_COOPMM_TILE"); f != nullptr && *f != 0) {
+    for (const CoopMmVariant& v : kCoopMmVariants) {
+      if (std::strcmp(f, v.name) == 0) chosen = &v;
+    }
+    if (chosen == nullptr) g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected l, lt, l1, lt1, w or m");
+    if (!fits(*chosen)) return {};
+  } else {
+    const int64_t l_groups = ((p.N + kCoopMmL.tile_n() - 1) / kCoopMmL.tile_n()) *
+                             ((p.M + kCoopMmL.tile_m() - 1) / kCoopMmL.tile_m()) * p.batch;
+    for (const CoopMmVariant* v : {&kCoopMmL, &kCoopMmL1, &kCoopMmM}) {
+      if ((v == &kCoopMmM || l_groups >= kCoopMmLFromGroups) && fits(*v)) {
+        chosen = v;
+        break;
+      }
+    }
+    if (chosen == nullptr) return {};
+  }
+  return {base + "_" + chosen->name + (kmajor ? "_kb" : "_nb") + "_f16", chosen};
+}
+
+int coop_mm_group_m() {
+  const char* v = std::getenv("VKDELEGATE_COOPMM_GROUP");
+  return v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kCoopMmGroupM;
+}
+// ---- end coopmm
+
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
   Sizes out_sizes;
@@ -139,9 +215,18 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
+  int coop_group_m = 0;  // coopmm
   LocalSize local = gemv ? kGemvLocal : config->local;
+  // coopmm: float16 products go to the cooperative-matrix kernel where there is one.
+  const CoopMmChoice coop = gemv ? CoopMmChoice{} : coop_mm_config(g, a, planned.p);
+  if (coop.v != nullptr) {
+    shader = coop.shader;
+    local = {coop.v->invocations(), 1, 1};
+    tile_m = coop.v->tile_m(), tile_n = coop.v->tile_n();
+    coop_group_m = coop_mm_group_m();
+  }
   // fp32mm: large float32 products take matmul_tiled.glsl.
-  if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p)) {
+  if (const TiledConfig* t = gemv || coop.v != nullptr ? nullptr : tiled_config(g, a, planned.p)) {
     const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
     shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") + "_" +
              (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";
@@ -152,7 +237,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop_group_m](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
@@ -161,6 +246,14 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                // fp32mm: matmul_tiled.glsl reads pad0 as `aligned` (16-byte loads and stores).
                pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
                pr.p.pad1 = group_m;  // and pad1 as group_m (workgroup order)
+               // coopmm: rows of 8 halves (16 bytes) from 16-byte aligned starts.
+               const auto rows16 = [](int32_t row_stride, int32_t batch_stride) {
+                 return row_stride % 8 == 0 && batch_stride % 8 == 0;
+               };
+               pr.p.vec_a = rows16(pr.p.a_sm, pr.p.a_sb);
+               pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
+               pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
+               pr.p.group_m = coop_group_m;
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
