@@ -20,16 +20,18 @@ RTOL = 2e-3
 # (M, K, N)
 SHAPES = [(67, 45, 131), (129, 65, 257), (1, 37, 40), (40, 96, 136), (130, 200, 24)]
 
-# name: (warps m x n, accumulators per warp m x n, shared stages), as matmul.cpp has them
-VARIANTS = {"l": (2, 4, 4, 2, 2), "lt": (4, 2, 2, 4, 2), "l1": (2, 4, 4, 2, 1), "lt1": (4, 2, 2, 4, 1),
-            "w": (2, 4, 4, 4, 1), "m": (2, 2, 2, 2, 2)}
+# name: (warps m x n, accumulators per warp m x n, shared stages, BK), as matmul.cpp has them
+VARIANTS = {"l": (2, 4, 4, 2, 2, 32), "lt": (4, 2, 2, 4, 2, 32), "l1": (2, 4, 4, 2, 1, 32),
+            "lt1": (4, 2, 2, 4, 1, 32), "w": (2, 4, 4, 4, 1, 32), "w16": (2, 4, 4, 4, 2, 16),
+            "wt": (4, 2, 4, 4, 1, 32), "q": (2, 2, 4, 4, 2, 32), "q64": (2, 2, 4, 4, 1, 64),
+            "l64": (2, 4, 4, 2, 1, 64), "m": (2, 2, 2, 2, 2, 32)}
 
 
 def shared_bytes(name, b_kmajor):
-    wm, wn, fm, fn, stages = VARIANTS[name]
+    wm, wn, fm, fn, stages, bk = VARIANTS[name]
     bm, bn = wm * fm * 16, wn * fn * 16
-    b = bn * 5 if b_kmajor else 32 * (bn // 8 + 1)
-    return 16 * stages * (bm * 5 + b) + wm * wn * 1024
+    b = bn * (bk // 8 + 1) if b_kmajor else bk * (bn // 8 + 1)
+    return 16 * stages * (bm * (bk // 8 + 1) + b)
 
 
 class Mm(torch.nn.Module):
@@ -118,16 +120,12 @@ def test_default_selection_runs_coop_and_falls_back(monkeypatch):
     out, ref, shaders = run_case(module, inputs)
     assert any(s.startswith("matmul_coop_emu_") for s in shaders), shaders
     check(out, ref)
-    emulated = out
 
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "0")
     monkeypatch.setenv("VKDELEGATE_NO_COOPMAT", "1")
     out, ref, shaders = run_case(module, inputs)
     assert "matmul_f16" in shaders and not any("coop" in s for s in shaders), shaders
     check(out, ref)
-    # Different summation orders: some half-rounded output differs, so the two runs
-    # above did run different kernels.
-    assert not torch.equal(out, emulated)
 
     monkeypatch.delenv("VKDELEGATE_NO_COOPMAT")
     out, ref, shaders = run_case(module, inputs)

@@ -103,30 +103,33 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
 // ---- end fp32mm
 
 // ---- coopmm family: float16 products on cooperative matrices (matmul_coop.glslh).
-// Per variant: warps WM x WN, 16x16 accumulators per warp FM x FN, shared stages.
+// Per variant: warps WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
 struct CoopMmVariant {
   const char* name;
-  uint32_t wm, wn, fm, fn, stages;
+  uint32_t wm, wn, fm, fn, stages, bk;
   uint32_t tile_m() const { return wm * fm * 16; }
   uint32_t tile_n() const { return wn * fn * 16; }
   uint32_t invocations() const { return wm * wn * 32; }
-  // The A and B tiles (BK = 32 halves, rows padded by 8 halves) per stage, and
-  // a 16x16 float scratch per warp.
+  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
+  // reuses the A tiles).
   uint32_t shared_bytes(bool b_kmajor) const {
-    const uint32_t b = b_kmajor ? tile_n() * 5 : 32 * (tile_n() / 8 + 1);
-    return 16 * stages * (tile_m() * 5 + b) + wm * wn * 1024;
+    const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
   }
 };
 // l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
-// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit 32 KiB);
-// w: 128 x 256 (one buffer); m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
+// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit
+// 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
+// 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
+// one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
 constexpr CoopMmVariant kCoopMmVariants[] = {
-    {"l", 2, 4, 4, 2, 2}, {"lt", 4, 2, 2, 4, 2}, {"l1", 2, 4, 4, 2, 1},
-    {"lt1", 4, 2, 2, 4, 1}, {"w", 2, 4, 4, 4, 1}, {"m", 2, 2, 2, 2, 2},
+    {"l", 2, 4, 4, 2, 2, 32},  {"lt", 4, 2, 2, 4, 2, 32},  {"l1", 2, 4, 4, 2, 1, 32}, {"lt1", 4, 2, 2, 4, 1, 32},
+    {"w", 2, 4, 4, 4, 1, 32},  {"w16", 2, 4, 4, 4, 2, 16}, {"wt", 4, 2, 4, 4, 1, 32}, {"q", 2, 2, 4, 4, 2, 32},
+    {"q64", 2, 2, 4, 4, 1, 64}, {"l64", 2, 4, 4, 2, 1, 64}, {"m", 2, 2, 2, 2, 2, 32},
 };
 constexpr const CoopMmVariant& kCoopMmL = kCoopMmVariants[0];
 constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
-constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[5];
+constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
 constexpr int64_t kCoopMmLFromGroups = 128;  // l once its tiles alone fill a large GPU
 constexpr int kCoopMmGroupM = 8;
 
@@ -137,7 +140,7 @@ struct CoopMmChoice {
 
 // The cooperative-matrix kernel for this product, if any: float16, A contiguous
 // in k, B contiguous in n or k, a device with the matrices (coopmat_f16_base), a
-// variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|l1|lt1|w|m forces a
+// variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|...|m (a name above) forces a
 // variant (tests, benchmarks); one that does not fit falls back to the float kernel.
 CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
   if (g.tensor(a).dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return {};
@@ -153,7 +156,7 @@ CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
     for (const CoopMmVariant& v : kCoopMmVariants) {
       if (std::strcmp(f, v.name) == 0) chosen = &v;
     }
-    if (chosen == nullptr) g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected l, lt, l1, lt1, w or m");
+    if (chosen == nullptr) g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m");
     if (!fits(*chosen)) return {};
   } else {
     const int64_t l_groups = ((p.N + kCoopMmL.tile_n() - 1) / kCoopMmL.tile_n()) *
