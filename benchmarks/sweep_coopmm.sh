@@ -10,7 +10,7 @@ set -uo pipefail
 out=${1:?usage: sweep_coopmm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(l:8 l1:8 w:8 w:0 w16:8 wt:8 q:8 q64:8 l64:8 m:8)
+[ ${#configs[@]} -eq 0 ] && configs=(w:8 l64:8 c2_l:8 c2_l:0 c2_l64:8 c2_w:8)
 root=$(pwd)
 for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -37,12 +37,13 @@ sweep() {  # pte work label env...
   us=$(python3 -c "import json; print(json.load(open('/tmp/r.json'))['gpu_us'])")
   echo "$pte $label: $us us, $(flops "$work" "$us") TF/s"
 }
-for pte in ${SWEEP_PTES:-mm_fp16_4096 mm_fp16_1000x777x1500}; do
+for pte in ${SWEEP_PTES:-mm_fp16_4096 mm_fp16_1000x777x1500 bmm_fp16_3x1000x1024x1032}; do
   [ -f $pte.pte ] || continue
   case $pte in
     mm_fp16_4096) work=$((2 * 4096 * 4096 * 4096)) ;;
     mm_fp16_1000x777x1500) work=$((2 * 1000 * 777 * 1500)) ;;
     linear_fp16_3x77x1000_1234) work=$((2 * 3 * 77 * 1000 * 1234)) ;;
+    bmm_fp16_3x1000x1024x1032) work=$((2 * 3 * 1000 * 1024 * 1032)) ;;
     *) work=$((2 * 3 * 129 * 65 * 257)) ;;
   esac
   sweep $pte.pte $work matmul.glsl VKDELEGATE_NO_COOPMAT=1

@@ -22,6 +22,14 @@
 // variant matmul_coop_q64_kb: WM=2 WN=2 FM=4 FN=4 STAGES=1 BK=64 B_KMAJOR=1
 // variant matmul_coop_l64_nb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=64 B_KMAJOR=0
 // variant matmul_coop_l64_kb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=64 B_KMAJOR=1
+// variant matmul_coop_w2_nb: WM=2 WN=4 FM=4 FN=4 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=0
+// variant matmul_coop_w2_kb: WM=2 WN=4 FM=4 FN=4 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=1
+// variant matmul_coop_wt2_nb: WM=4 WN=2 FM=4 FN=4 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=0
+// variant matmul_coop_wt2_kb: WM=4 WN=2 FM=4 FN=4 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=1
+// variant matmul_coop_l2_nb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=0
+// variant matmul_coop_l2_kb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=32 PREFETCH=2 B_KMAJOR=1
+// variant matmul_coop_l64p2_nb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=64 PREFETCH=2 B_KMAJOR=0
+// variant matmul_coop_l64p2_kb: WM=2 WN=4 FM=4 FN=2 STAGES=1 BK=64 PREFETCH=2 B_KMAJOR=1
 // variant matmul_coop_m_nb: WM=2 WN=2 FM=2 FN=2 STAGES=2 BK=32 B_KMAJOR=0
 // variant matmul_coop_m_kb: WM=2 WN=2 FM=2 FN=2 STAGES=2 BK=32 B_KMAJOR=1
 // dtypes: f16

@@ -107,6 +107,7 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p) {
 struct CoopMmVariant {
   const char* name;
   uint32_t wm, wn, fm, fn, stages, bk;
+  bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
   uint32_t tile_m() const { return wm * fm * 16; }
   uint32_t tile_n() const { return wn * fn * 16; }
   uint32_t invocations() const { return wm * wn * 32; }
@@ -126,12 +127,31 @@ constexpr CoopMmVariant kCoopMmVariants[] = {
     {"l", 2, 4, 4, 2, 2, 32},  {"lt", 4, 2, 2, 4, 2, 32},  {"l1", 2, 4, 4, 2, 1, 32}, {"lt1", 4, 2, 2, 4, 1, 32},
     {"w", 2, 4, 4, 4, 1, 32},  {"w16", 2, 4, 4, 4, 2, 16}, {"wt", 4, 2, 4, 4, 1, 32}, {"q", 2, 2, 4, 4, 2, 32},
     {"q64", 2, 2, 4, 4, 1, 64}, {"l64", 2, 4, 4, 2, 1, 64}, {"m", 2, 2, 2, 2, 2, 32},
+    // PREFETCH=2 (two stages in flight in registers) of w, wt, l1, l64
+    {"w2", 2, 4, 4, 4, 1, 32}, {"wt2", 4, 2, 4, 4, 1, 32}, {"l2", 2, 4, 4, 2, 1, 32}, {"l64p2", 2, 4, 4, 2, 1, 64},
+    // matmul_coop2.glsl: tiles 128 x 128 (BK 32, 64) and 128 x 256, 256 invocations
+    {"c2_l", 2, 4, 4, 2, 0, 32, true}, {"c2_l64", 2, 4, 4, 2, 0, 64, true}, {"c2_w", 2, 4, 4, 4, 0, 32, true},
 };
-constexpr const CoopMmVariant& kCoopMmL = kCoopMmVariants[0];
+// The default, from the H100 sweep (2026-11-22, GPU time, TF/s): 4096^3 w 166.7,
+// wt 162.3, l64 154.0, l1 146.1, w16 145.5, l 134.8, q64 133.8, q 92.2, m 78.7
+// (matmul.glsl 25.6); 1000x777x1500 l64 32.6, l 30.7, l1 30.6, m 21.2, w 21.2
+// (matmul.glsl 20.3). So w once its 128 x 256 tiles alone give kCoopMmWFromGroups
+// workgroups, else l64; l1 and m where their shared memory is all that fits.
 constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
+constexpr const CoopMmVariant& kCoopMmW = kCoopMmVariants[4];
+constexpr const CoopMmVariant& kCoopMmL64 = kCoopMmVariants[9];
 constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
-constexpr int64_t kCoopMmLFromGroups = 128;  // l once its tiles alone fill a large GPU
+constexpr const CoopMmVariant& kCoopMm2 = kCoopMmVariants[15];
+constexpr int64_t kCoopMmWFromGroups = 256;
 constexpr int kCoopMmGroupM = 8;
+
+// matmul_coop2 reads slices at 16-byte aligned starts: rows of A, B and the
+// output, and batch strides, in multiples of 8 halves (true at every size once
+// K and N are multiples of 8).
+bool coop2_aligned(const MatmulParams& p) {
+  return p.K % 8 == 0 && p.N % 8 == 0 && p.a_sm % 8 == 0 && p.a_sb % 8 == 0 && p.b_sb % 8 == 0 &&
+         (p.b_sn == 1 ? p.b_sk : p.b_sn) % 8 == 0 && p.c_sb % 8 == 0;
+}
 
 struct CoopMmChoice {
   std::string shader;
@@ -142,34 +162,47 @@ struct CoopMmChoice {
 // in k, B contiguous in n or k, a device with the matrices (coopmat_f16_base), a
 // variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|...|m (a name above) forces a
 // variant (tests, benchmarks); one that does not fit falls back to the float kernel.
+// On a device with VK_NV_cooperative_matrix2 (DeviceInfo::cooperative_matrix2;
+// VKDELEGATE_NO_COOPMAT2=1 turns it off), products whose rows are 16-byte aligned
+// (K and N multiples of 8) take matmul_coop2.glsl (the c2_ variants).
 CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
   if (g.tensor(a).dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return {};
   const std::string base = coopmat_f16_base(g, "matmul_coop");
   if (base.empty()) return {};
   const bool kmajor = p.b_sn != 1;
+  const bool coop2 = base == "matmul_coop" && g.context().info().cooperative_matrix2 && coop2_aligned(p) &&
+                     !env_flag("VKDELEGATE_NO_COOPMAT2", false);
   const uint32_t smem = g.context().info().max_shared_memory;
+  const auto shader_of = [&](const CoopMmVariant& v) {
+    const std::string name = v.coop2 ? std::string("matmul_coop2_") + (v.name + 3) : base + "_" + v.name;
+    return name + (kmajor ? "_kb" : "_nb") + "_f16";
+  };
   const auto fits = [&](const CoopMmVariant& v) {
-    return v.shared_bytes(kmajor) <= smem && find_shader(base + "_" + v.name + (kmajor ? "_kb" : "_nb") + "_f16");
+    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= smem) && find_shader(shader_of(v));
   };
   const CoopMmVariant* chosen = nullptr;
   if (const char* f = std::getenv("VKDELEGATE_COOPMM_TILE"); f != nullptr && *f != 0) {
     for (const CoopMmVariant& v : kCoopMmVariants) {
       if (std::strcmp(f, v.name) == 0) chosen = &v;
     }
-    if (chosen == nullptr) g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m");
+    if (chosen == nullptr) {
+      g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m w2 wt2 l2 l64p2 c2_l c2_l64 c2_w");
+    }
     if (!fits(*chosen)) return {};
+  } else if (fits(kCoopMm2)) {
+    chosen = &kCoopMm2;
   } else {
-    const int64_t l_groups = ((p.N + kCoopMmL.tile_n() - 1) / kCoopMmL.tile_n()) *
-                             ((p.M + kCoopMmL.tile_m() - 1) / kCoopMmL.tile_m()) * p.batch;
-    for (const CoopMmVariant* v : {&kCoopMmL, &kCoopMmL1, &kCoopMmM}) {
-      if ((v == &kCoopMmM || l_groups >= kCoopMmLFromGroups) && fits(*v)) {
+    const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
+                             ((p.M + kCoopMmW.tile_m() - 1) / kCoopMmW.tile_m()) * p.batch;
+    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
+      if ((v != &kCoopMmW || w_groups >= kCoopMmWFromGroups) && fits(*v)) {
         chosen = v;
         break;
       }
     }
     if (chosen == nullptr) return {};
   }
-  return {base + "_" + chosen->name + (kmajor ? "_kb" : "_nb") + "_f16", chosen};
+  return {shader_of(*chosen), chosen};
 }
 
 int coop_mm_group_m() {
@@ -219,6 +252,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
   int coop_group_m = 0;  // coopmm
+  bool coop2 = false;
   LocalSize local = gemv ? kGemvLocal : config->local;
   // coopmm: float16 products go to the cooperative-matrix kernel where there is one.
   const CoopMmChoice coop = gemv ? CoopMmChoice{} : coop_mm_config(g, a, planned.p);
@@ -227,6 +261,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     local = {coop.v->invocations(), 1, 1};
     tile_m = coop.v->tile_m(), tile_n = coop.v->tile_n();
     coop_group_m = coop_mm_group_m();
+    coop2 = coop.v->coop2;
   }
   // fp32mm: large float32 products take matmul_tiled.glsl.
   if (const TiledConfig* t = gemv || coop.v != nullptr ? nullptr : tiled_config(g, a, planned.p)) {
@@ -240,7 +275,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop_group_m](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop_group_m, coop2](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
@@ -257,6 +292,11 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
                pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
                pr.p.group_m = coop_group_m;
+               if (coop2 && !coop2_aligned(pr.p)) {
+                 g.fail("sizes " + sizes_str(pr.out_sizes) + " with K = " + std::to_string(pr.p.K) +
+                        ": the cooperative-matrix-2 kernel chosen at load needs K and N multiples of 8 "
+                        "(VKDELEGATE_NO_COOPMAT2=1 keeps the portable one)");
+               }
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
