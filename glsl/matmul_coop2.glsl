@@ -1,6 +1,5 @@
 // coopmm family: the float16 matmul on VK_NV_cooperative_matrix2 (H100 and
-// other NVIDIA devices that have it; runtime/ops/matmul.cpp picks it there and
-// matmul_coop.glslh elsewhere):
+// other NVIDIA devices that have it), to compare with matmul_coop.glslh:
 //   out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]
 // A workgroup computes one BM x BN tile as one workgroup-scope matrix, float
 // accumulation. A and B slices are loaded straight from the buffers through
@@ -9,7 +8,9 @@
 // through a transposing view (_kb, linear's weight). The epilogue (alpha, beta
 // * bias with its broadcast strides) is a per-element operation before the one
 // rounding to half. The host takes it only for rows and batch strides that are
-// multiples of 8 halves (16-byte aligned slices). Local size (NT, 1, 1).
+// multiples of 8 halves (16-byte aligned slices), and only when forced
+// (VKDELEGATE_COOPMM_TILE=c2_*): on the H100 it measured no faster than
+// matmul_coop's w, w2 (matmul.cpp has the figures). Local size (256, 1, 1).
 // variant matmul_coop2_l_nb: BM=128 BN=128 BK=32 B_KMAJOR=0
 // variant matmul_coop2_l_kb: BM=128 BN=128 BK=32 B_KMAJOR=1
 // variant matmul_coop2_l64_nb: BM=128 BN=128 BK=64 B_KMAJOR=0
@@ -99,6 +100,7 @@ void main() {
     acc = coopMatMulAdd(ma, mb, acc);
   }
   coopMatPerElementNV(acc, acc, epilogue, m0, n0, bz);
-  coopmat<T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> o = coopmat<T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
+  coopmat<T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> o =
+      coopmat<T, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
   coopMatStoreTensorNV(o, out_data, uint(bz * p.c_sb), sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }

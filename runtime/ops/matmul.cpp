@@ -132,17 +132,23 @@ constexpr CoopMmVariant kCoopMmVariants[] = {
     // matmul_coop2.glsl: tiles 128 x 128 (BK 32, 64) and 128 x 256, 256 invocations
     {"c2_l", 2, 4, 4, 2, 0, 32, true}, {"c2_l64", 2, 4, 4, 2, 0, 64, true}, {"c2_w", 2, 4, 4, 4, 0, 32, true},
 };
-// The default, from the H100 sweep (2026-11-22, GPU time, TF/s): 4096^3 w 166.7,
-// wt 162.3, l64 154.0, l1 146.1, w16 145.5, l 134.8, q64 133.8, q 92.2, m 78.7
-// (matmul.glsl 25.6); 1000x777x1500 l64 32.6, l 30.7, l1 30.6, m 21.2, w 21.2
-// (matmul.glsl 20.3). So w once its 128 x 256 tiles alone give kCoopMmWFromGroups
-// workgroups, else l64; l1 and m where their shared memory is all that fits.
+// The default, from the H100 sweeps (2026-11-22, GPU time, TF/s; torch.mm 662-704):
+//   4096^3:             w 166-172, w2 162.8, wt 162.3, wt2 159.5, l64 154-156, c2_l 151-153,
+//                       l1 146-148, w16 145.5, l 135, q64 133.8, l2 121.4, q 92.2, m 75-79
+//                       (matmul.glsl 25.6);
+//   bmm 3x1000x1024x1032: w2 97.0, wt2 92.9, c2_l 90-91, w 85-87, l64p2 83.7, l64 74.4;
+//   1000x777x1500:      l64 32.6-33.3, l64p2 32.4, l 30.7, l2 30.5, w 21-22 (matmul.glsl 20.5).
+// So w once its 128 x 256 tiles alone give kCoopMmWFromGroups workgroups, w2 from
+// kCoopMmW2FromGroups, else l64; l1 and m where their shared memory is all that fits
+// (lavapipe's 32 KiB). The c2_ variants (matmul_coop2.glsl, VK_NV_cooperative_matrix2)
+// measured no faster than w, w2: only forced, to compare.
 constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
 constexpr const CoopMmVariant& kCoopMmW = kCoopMmVariants[4];
 constexpr const CoopMmVariant& kCoopMmL64 = kCoopMmVariants[9];
 constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
-constexpr const CoopMmVariant& kCoopMm2 = kCoopMmVariants[15];
+constexpr const CoopMmVariant& kCoopMmW2 = kCoopMmVariants[11];
 constexpr int64_t kCoopMmWFromGroups = 256;
+constexpr int64_t kCoopMmW2FromGroups = 96;
 constexpr int kCoopMmGroupM = 8;
 
 // matmul_coop2 reads slices at 16-byte aligned starts: rows of A, B and the
@@ -162,16 +168,14 @@ struct CoopMmChoice {
 // in k, B contiguous in n or k, a device with the matrices (coopmat_f16_base), a
 // variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|...|m (a name above) forces a
 // variant (tests, benchmarks); one that does not fit falls back to the float kernel.
-// On a device with VK_NV_cooperative_matrix2 (DeviceInfo::cooperative_matrix2;
-// VKDELEGATE_NO_COOPMAT2=1 turns it off), products whose rows are 16-byte aligned
-// (K and N multiples of 8) take matmul_coop2.glsl (the c2_ variants).
+// The c2_ variants (matmul_coop2.glsl) need VK_NV_cooperative_matrix2
+// (DeviceInfo::cooperative_matrix2) and rows 16-byte aligned (K, N multiples of 8).
 CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
   if (g.tensor(a).dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return {};
   const std::string base = coopmat_f16_base(g, "matmul_coop");
   if (base.empty()) return {};
   const bool kmajor = p.b_sn != 1;
-  const bool coop2 = base == "matmul_coop" && g.context().info().cooperative_matrix2 && coop2_aligned(p) &&
-                     !env_flag("VKDELEGATE_NO_COOPMAT2", false);
+  const bool coop2 = base == "matmul_coop" && g.context().info().cooperative_matrix2 && coop2_aligned(p);
   const uint32_t smem = g.context().info().max_shared_memory;
   const auto shader_of = [&](const CoopMmVariant& v) {
     const std::string name = v.coop2 ? std::string("matmul_coop2_") + (v.name + 3) : base + "_" + v.name;
@@ -186,16 +190,16 @@ CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
       if (std::strcmp(f, v.name) == 0) chosen = &v;
     }
     if (chosen == nullptr) {
-      g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f + ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m w2 wt2 l2 l64p2 c2_l c2_l64 c2_w");
+      g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f +
+             ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m w2 wt2 l2 l64p2 c2_l c2_l64 c2_w");
     }
     if (!fits(*chosen)) return {};
-  } else if (fits(kCoopMm2)) {
-    chosen = &kCoopMm2;
   } else {
     const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
                              ((p.M + kCoopMmW.tile_m() - 1) / kCoopMmW.tile_m()) * p.batch;
-    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
-      if ((v != &kCoopMmW || w_groups >= kCoopMmWFromGroups) && fits(*v)) {
+    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmW2, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
+      const int64_t from = v == &kCoopMmW ? kCoopMmWFromGroups : v == &kCoopMmW2 ? kCoopMmW2FromGroups : 0;
+      if (w_groups >= from && fits(*v)) {
         chosen = v;
         break;
       }
@@ -294,8 +298,8 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.group_m = coop_group_m;
                if (coop2 && !coop2_aligned(pr.p)) {
                  g.fail("sizes " + sizes_str(pr.out_sizes) + " with K = " + std::to_string(pr.p.K) +
-                        ": the cooperative-matrix-2 kernel chosen at load needs K and N multiples of 8 "
-                        "(VKDELEGATE_NO_COOPMAT2=1 keeps the portable one)");
+                        ": the cooperative-matrix-2 kernel (VKDELEGATE_COOPMM_TILE=c2_*) chosen at load needs "
+                        "K and N multiples of 8");
                }
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
