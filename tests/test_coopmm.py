@@ -9,6 +9,7 @@ the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
 stores). Graph.shaders() proves which kernel ran."""
 import pytest
 import torch
+from executorch.runtime import Runtime
 
 import vkdelegate.runtime as rt
 from helpers import TOLERANCES, lower, relative_error, run_pte
@@ -147,3 +148,26 @@ def test_bad_forced_tile_is_a_clear_error(monkeypatch):
     blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
     with pytest.raises(Exception, match="VKDELEGATE_COOPMM_TILE=huge"):
         rt.Graph(blob)
+
+
+def test_emulated_coop_matmul_resizes_in_one_loaded_program(monkeypatch):
+    """A dynamic row count: the kernel chosen at load (from the largest sizes) runs
+    every size, its vector-load and store flags recomputed at each (K = 64, N = 40:
+    16-byte rows; N = 36 in the linear: guarded scalar ones)."""
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    rows = torch.export.Dim("rows", min=1, max=300)
+    for module, b_kmajor, n in ((Mm(), False, 40), (Linear(64, 36).half(), True, 36)):
+        inputs = (torch.randn(300, 64).half(),) + ((torch.randn(64, n).half(),) if not b_kmajor else ())
+        dynamic = ({0: rows}, None) if not b_kmajor else ({0: rows},)
+        em = lower(module.eval(), inputs, dynamic_shapes=dynamic)
+        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        assert any(s.startswith("matmul_coop_emu_") for s in rt.Graph(blob).shaders())
+        method = Runtime.get().load_program(em.to_executorch().buffer).load_method("forward")
+        for m in (300, 1, 129, 17):
+            torch.manual_seed(m)
+            x = (torch.randn(m, 64).half(),) + inputs[1:]
+            out = method.execute(list(x))[0]
+            with torch.no_grad():
+                ref = module.float()(*(t.float() for t in x))
+            module.half()
+            check(out, ref)
