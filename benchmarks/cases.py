@@ -129,6 +129,11 @@ MICRO.update({
                                    2 * 3 * 77 * 1000 * 1234),
     "bmm_fp16_3x129x65x257": (lambda: (BatchMatMul(), (_f16(3, 129, 65), _f16(3, 65, 257))), "TFLOP/s",
                               2 * 3 * 129 * 65 * 257),
+    # K and N multiples of 8 (the cooperative-matrix-2 kernel's condition), M = 231 odd, bias.
+    "linear_fp16_3x77x1024_1232": (lambda: (_linear_bias_f16(1024, 1232), (_f16(3, 77, 1024),)), "TFLOP/s",
+                                   2 * 3 * 77 * 1024 * 1232),
+    "bmm_fp16_3x1000x1024x1032": (lambda: (BatchMatMul(), (_f16(3, 1000, 1024), _f16(3, 1024, 1032))), "TFLOP/s",
+                                  2 * 3 * 1000 * 1024 * 1032),
 })
 
 

@@ -128,20 +128,8 @@ bool env_on(const char* name) {
   return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
 }
 
-// "conv2d_coop" on a device with 16x16x16 f16->f32 subgroup matrices and
-// subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns it off), "conv2d_coop_emu"
-// (loops instead of matrices, any device) with VKDELEGATE_COOPMAT_EMULATE=1,
-// else "" (the float kernels).
-std::string coop_conv_base(ComputeGraph& g) {
-  if (env_on("VKDELEGATE_NO_COOPMAT")) return "";
-  if (env_on("VKDELEGATE_COOPMAT_EMULATE")) return "conv2d_coop_emu";
-  const DeviceInfo& info = g.context().info();
-  if (info.cooperative_matrix && info.subgroup_size == 32 && info.shader_float16 &&
-      info.has_cooperative_matrix_shape(16, 16, 16, "f16->f32")) {
-    return "conv2d_coop";
-  }
-  return "";
-}
+// "conv2d_coop", "conv2d_coop_emu" or "" (op_utils.h: coopmat_f16_base).
+std::string coop_conv_base(ComputeGraph& g) { return coopmat_f16_base(g, "conv2d_coop"); }
 
 // The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels, `ksize`
 // taps, over `pixels` output pixels (the whole batch), or nullptr to keep the other

@@ -1,4 +1,5 @@
-// Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32 ones).
+// Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32
+// ones, matmul_coop.glsl for float16 ones on devices with cooperative matrices).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,8 @@ struct MatmulParams {
   int32_t b_sk, b_sn, c_sb, bias_sb;
   int32_t bias_sm, bias_sn, has_bias, pad0;
   float alpha, beta, pad1, pad2;
+  // coopmm: 16-byte rows of A, B and the output (vector loads and stores); workgroup swizzle
+  int32_t vec_a, vec_b, vec_c, group_m;
 };
 
 // Tile configurations, largest first: local size and tile (4 * local y rows,
@@ -179,8 +182,8 @@ constexpr int64_t kGemvMaxRows = 64;
 constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
 
 bool few_rows_gemv(const MatmulParams& p, const TileConfig* config) {
-  // A forced tiled configuration or split count asks for the tiled kernel.
-  for (const char* forced : {"VKDELEGATE_TILED_MM", "VKDELEGATE_MM_SPLITK"}) {
+  // A forced tiled configuration, split count or cooperative-matrix tile asks for that kernel.
+  for (const char* forced : {"VKDELEGATE_TILED_MM", "VKDELEGATE_MM_SPLITK", "VKDELEGATE_COOPMM_TILE"}) {
     if (const char* v = std::getenv(forced); v != nullptr && *v != 0) return false;
   }
   int64_t max_rows = kGemvMaxRows;
@@ -192,6 +195,119 @@ bool few_rows_gemv(const MatmulParams& p, const TileConfig* config) {
   return p.M <= max_rows && groups < kEnoughWorkgroups &&
          p.M * p.N * p.K * p.batch * 4 <= kGemvMaxRereadBytes;  // as float32: a bound
 }
+
+// ---- coopmm family: float16 products on cooperative matrices (matmul_coop.glslh).
+// Per variant: warps WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
+struct CoopMmVariant {
+  const char* name;
+  uint32_t wm, wn, fm, fn, stages, bk;
+  bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
+  uint32_t tile_m() const { return wm * fm * 16; }
+  uint32_t tile_n() const { return wn * fn * 16; }
+  uint32_t invocations() const { return wm * wn * 32; }
+  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
+  // reuses the A tiles).
+  uint32_t shared_bytes(bool b_kmajor) const {
+    const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
+  }
+};
+// l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
+// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit
+// 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
+// 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
+// one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
+constexpr CoopMmVariant kCoopMmVariants[] = {
+    {"l", 2, 4, 4, 2, 2, 32},  {"lt", 4, 2, 2, 4, 2, 32},  {"l1", 2, 4, 4, 2, 1, 32}, {"lt1", 4, 2, 2, 4, 1, 32},
+    {"w", 2, 4, 4, 4, 1, 32},  {"w16", 2, 4, 4, 4, 2, 16}, {"wt", 4, 2, 4, 4, 1, 32}, {"q", 2, 2, 4, 4, 2, 32},
+    {"q64", 2, 2, 4, 4, 1, 64}, {"l64", 2, 4, 4, 2, 1, 64}, {"m", 2, 2, 2, 2, 2, 32},
+    // PREFETCH=2 (two stages in flight in registers) of w, wt, l1, l64
+    {"w2", 2, 4, 4, 4, 1, 32}, {"wt2", 4, 2, 4, 4, 1, 32}, {"l2", 2, 4, 4, 2, 1, 32}, {"l64p2", 2, 4, 4, 2, 1, 64},
+    // matmul_coop2.glsl: tiles 128 x 128 (BK 32, 64) and 128 x 256, 256 invocations
+    {"c2_l", 2, 4, 4, 2, 0, 32, true}, {"c2_l64", 2, 4, 4, 2, 0, 64, true}, {"c2_w", 2, 4, 4, 4, 0, 32, true},
+};
+// The default, from the H100 sweeps (2026-11-22, GPU time, TF/s; torch.mm 662-704):
+//   4096^3:             w 166-172, w2 162.8, wt 162.3, wt2 159.5, l64 154-156, c2_l 151-153,
+//                       l1 146-148, w16 145.5, l 135, q64 133.8, l2 121.4, q 92.2, m 75-79
+//                       (matmul.glsl 25.6);
+//   bmm 3x1000x1024x1032: w2 97.0, wt2 92.9, c2_l 90-91, w 85-87, l64p2 83.7, l64 74.4;
+//   1000x777x1500:      l64 32.6-33.3, l64p2 32.4, l 30.7, l2 30.5, w 21-22 (matmul.glsl 20.5).
+// So w once its 128 x 256 tiles alone give kCoopMmWFromGroups workgroups, w2 from
+// kCoopMmW2FromGroups, else l64; l1 and m where their shared memory is all that fits
+// (lavapipe's 32 KiB). The c2_ variants (matmul_coop2.glsl, VK_NV_cooperative_matrix2)
+// measured no faster than w, w2: only forced, to compare.
+constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
+constexpr const CoopMmVariant& kCoopMmW = kCoopMmVariants[4];
+constexpr const CoopMmVariant& kCoopMmL64 = kCoopMmVariants[9];
+constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
+constexpr const CoopMmVariant& kCoopMmW2 = kCoopMmVariants[11];
+constexpr int64_t kCoopMmWFromGroups = 256;
+constexpr int64_t kCoopMmW2FromGroups = 96;
+constexpr int kCoopMmGroupM = 8;
+
+// matmul_coop2 reads slices at 16-byte aligned starts: rows of A, B and the
+// output, and batch strides, in multiples of 8 halves (true at every size once
+// K and N are multiples of 8).
+bool coop2_aligned(const MatmulParams& p) {
+  return p.K % 8 == 0 && p.N % 8 == 0 && p.a_sm % 8 == 0 && p.a_sb % 8 == 0 && p.b_sb % 8 == 0 &&
+         (p.b_sn == 1 ? p.b_sk : p.b_sn) % 8 == 0 && p.c_sb % 8 == 0;
+}
+
+struct CoopMmChoice {
+  std::string shader;
+  const CoopMmVariant* v = nullptr;
+};
+
+// The cooperative-matrix kernel for this product, if any: float16, A contiguous
+// in k, B contiguous in n or k, a device with the matrices (coopmat_f16_base), a
+// variant whose shared memory fits. VKDELEGATE_COOPMM_TILE=l|lt|...|m (a name above) forces a
+// variant (tests, benchmarks); one that does not fit falls back to the float kernel.
+// The c2_ variants (matmul_coop2.glsl) need VK_NV_cooperative_matrix2
+// (DeviceInfo::cooperative_matrix2) and rows 16-byte aligned (K, N multiples of 8).
+CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
+  if (g.tensor(a).dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return {};
+  const std::string base = coopmat_f16_base(g, "matmul_coop");
+  if (base.empty()) return {};
+  const bool kmajor = p.b_sn != 1;
+  const bool coop2 = base == "matmul_coop" && g.context().info().cooperative_matrix2 && coop2_aligned(p);
+  const uint32_t smem = g.context().info().max_shared_memory;
+  const auto shader_of = [&](const CoopMmVariant& v) {
+    const std::string name = v.coop2 ? std::string("matmul_coop2_") + (v.name + 3) : base + "_" + v.name;
+    return name + (kmajor ? "_kb" : "_nb") + "_f16";
+  };
+  const auto fits = [&](const CoopMmVariant& v) {
+    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= smem) && find_shader(shader_of(v));
+  };
+  const CoopMmVariant* chosen = nullptr;
+  if (const char* f = std::getenv("VKDELEGATE_COOPMM_TILE"); f != nullptr && *f != 0) {
+    for (const CoopMmVariant& v : kCoopMmVariants) {
+      if (std::strcmp(f, v.name) == 0) chosen = &v;
+    }
+    if (chosen == nullptr) {
+      g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f +
+             ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m w2 wt2 l2 l64p2 c2_l c2_l64 c2_w");
+    }
+    if (!fits(*chosen)) return {};
+  } else {
+    const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
+                             ((p.M + kCoopMmW.tile_m() - 1) / kCoopMmW.tile_m()) * p.batch;
+    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmW2, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
+      const int64_t from = v == &kCoopMmW ? kCoopMmWFromGroups : v == &kCoopMmW2 ? kCoopMmW2FromGroups : 0;
+      if (w_groups >= from && fits(*v)) {
+        chosen = v;
+        break;
+      }
+    }
+    if (chosen == nullptr) return {};
+  }
+  return {shader_of(*chosen), chosen};
+}
+
+int coop_mm_group_m() {
+  const char* v = std::getenv("VKDELEGATE_COOPMM_GROUP");
+  return v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kCoopMmGroupM;
+}
+// ---- end coopmm
 
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
@@ -281,10 +397,21 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
+  int coop_group_m = 0;  // coopmm
+  bool coop2 = false;
   LocalSize local = gemv ? kGemvLocal : config->local;
   int64_t splits = 1;  // mm1024
+  // coopmm: float16 products go to the cooperative-matrix kernel where there is one.
+  const CoopMmChoice coop = gemv ? CoopMmChoice{} : coop_mm_config(g, a, planned.p);
+  if (coop.v != nullptr) {
+    shader = coop.shader;
+    local = {coop.v->invocations(), 1, 1};
+    tile_m = coop.v->tile_m(), tile_n = coop.v->tile_n();
+    coop_group_m = coop_mm_group_m();
+    coop2 = coop.v->coop2;
+  }
   // fp32mm: large float32 products take matmul_tiled.glsl.
-  if (const TiledConfig* t = gemv ? nullptr : tiled_config(g, a, planned.p, splits)) {
+  if (const TiledConfig* t = gemv || coop.v != nullptr ? nullptr : tiled_config(g, a, planned.p, splits)) {
     const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
     shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") +
              (splits > 1 ? "_sk_" : "_") + (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";  // mm1024: _sk
@@ -299,7 +426,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop_group_m, coop2](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
@@ -308,6 +435,19 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                // fp32mm: matmul_tiled.glsl reads pad0 as `aligned` (16-byte loads and stores).
                pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
                pr.p.pad1 = group_m;  // and pad1 as group_m (workgroup order)
+               // coopmm: rows of 8 halves (16 bytes) from 16-byte aligned starts.
+               const auto rows16 = [](int32_t row_stride, int32_t batch_stride) {
+                 return row_stride % 8 == 0 && batch_stride % 8 == 0;
+               };
+               pr.p.vec_a = rows16(pr.p.a_sm, pr.p.a_sb);
+               pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
+               pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
+               pr.p.group_m = coop_group_m;
+               if (coop2 && !coop2_aligned(pr.p)) {
+                 g.fail("sizes " + sizes_str(pr.out_sizes) + " with K = " + std::to_string(pr.p.K) +
+                        ": the cooperative-matrix-2 kernel (VKDELEGATE_COOPMM_TILE=c2_*) chosen at load needs "
+                        "K and N multiples of 8");
+               }
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),

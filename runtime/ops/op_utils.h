@@ -27,6 +27,12 @@ inline void require_float(ComputeGraph& g, int id) {
 // shared-memory reductions on such a device). op_utils.cpp.
 std::string variant(ComputeGraph& g, const std::string& base, int id);
 
+// Cooperative-matrix kernels (coopconv, coopmm): `base` on a device with 16x16x16
+// f16->f32 subgroup matrices and subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns
+// them off), `base`_emu (the twin with loops instead of matrices, any device)
+// with VKDELEGATE_COOPMAT_EMULATE=1, else "" (the float kernels). op_utils.cpp.
+std::string coopmat_f16_base(ComputeGraph& g, const std::string& base);
+
 inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {
   const DType first = g.tensor(*ids.begin()).dtype;
   for (int id : ids) {

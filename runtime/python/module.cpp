@@ -39,6 +39,7 @@ py::dict device_info() {
   d["integer_dot_product"] = i.integer_dot_product;
   d["cooperative_matrix"] = i.cooperative_matrix;
   d["cooperative_matrix_shapes"] = i.cooperative_matrix_shapes;
+  d["cooperative_matrix2"] = i.cooperative_matrix2;
   return d;
 }
 

@@ -342,7 +342,21 @@ void Context::create() {
     *chain_end = &int_dot;
     chain_end = &int_dot.pNext;
   }
-  if (has_coopmat) *chain_end = &coopmat;
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  const bool has_coopmat2 = has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
+  if (has_coopmat) {
+    *chain_end = &coopmat;
+    chain_end = &coopmat.pNext;
+  }
+  if (has_coopmat2) {
+    *chain_end = &coopmat2;
+    chain_end = &coopmat2.pNext;
+  }
+  // glslang declares the VulkanMemoryModel capability in cooperative-matrix shaders.
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (has_coopmat && p.apiVersion >= VK_API_VERSION_1_2) *chain_end = &memory_model;
   vkGetPhysicalDeviceFeatures2(physical_device_, &features2);
 
   info_.name = p.deviceName;
@@ -378,6 +392,10 @@ void Context::create() {
   info_.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct;
   info_.cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
   if (info_.cooperative_matrix) info_.cooperative_matrix_shapes = cooperative_matrix_shapes(physical_device_);
+  info_.cooperative_matrix2 = info_.cooperative_matrix && has_coopmat2 && coopmat2.cooperativeMatrixWorkgroupScope &&
+                              coopmat2.cooperativeMatrixFlexibleDimensions &&
+                              coopmat2.cooperativeMatrixTensorAddressing &&
+                              coopmat2.cooperativeMatrixPerElementOperations;
 
   // One compute queue.
   n = 0;
@@ -430,7 +448,24 @@ void Context::create() {
     *enable_end = &enable_int_dot;
     enable_end = &enable_int_dot.pNext;
   }
-  if (info_.cooperative_matrix) *enable_end = &enable_coopmat;
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV enable_coopmat2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  enable_coopmat2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+  enable_coopmat2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+  enable_coopmat2.cooperativeMatrixTensorAddressing = VK_TRUE;
+  enable_coopmat2.cooperativeMatrixPerElementOperations = VK_TRUE;
+  if (info_.cooperative_matrix) {
+    *enable_end = &enable_coopmat;
+    enable_end = &enable_coopmat.pNext;
+  }
+  if (info_.cooperative_matrix2) {
+    *enable_end = &enable_coopmat2;
+    enable_end = &enable_coopmat2.pNext;
+  }
+  VkPhysicalDeviceVulkanMemoryModelFeatures enable_memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  enable_memory_model.vulkanMemoryModel = VK_TRUE;
+  if (info_.cooperative_matrix && memory_model.vulkanMemoryModel) *enable_end = &enable_memory_model;
 
   std::vector<const char*> device_exts;
   if (p.apiVersion < VK_API_VERSION_1_2 && has_f16i8) {
@@ -440,6 +475,7 @@ void Context::create() {
     device_exts.push_back("VK_KHR_shader_integer_dot_product");
   }
   if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
+  if (info_.cooperative_matrix2) device_exts.push_back("VK_NV_cooperative_matrix2");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

@@ -54,6 +54,9 @@ struct DeviceInfo {
   bool shader_int64 = false;
   bool integer_dot_product = false;  // shaderIntegerDotProduct, enabled
   bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix, enabled
+  // VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, tensor
+  // addressing and per-element operations, enabled (coopmm's matmul_coop2).
+  bool cooperative_matrix2 = false;
   // Subgroup-scope cooperative matrix shapes the device offers, "MxNxK A->C"
   // with component types as in GLSL (e.g. "16x16x16 f16->f32").
   std::vector<std::string> cooperative_matrix_shapes;

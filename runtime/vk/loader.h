@@ -52,6 +52,25 @@ typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKH
     VkCooperativeMatrixPropertiesKHR* pProperties);
 #endif
 
+// VK_NV_cooperative_matrix2 (headers 1.3.300 on): the feature structure, as the
+// specification defines it.
+#ifndef VK_NV_cooperative_matrix2
+#define VK_NV_cooperative_matrix2 1
+constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV =
+    static_cast<VkStructureType>(1000593000);
+typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrixWorkgroupScope;
+  VkBool32 cooperativeMatrixFlexibleDimensions;
+  VkBool32 cooperativeMatrixReductions;
+  VkBool32 cooperativeMatrixConversions;
+  VkBool32 cooperativeMatrixPerElementOperations;
+  VkBool32 cooperativeMatrixTensorAddressing;
+  VkBool32 cooperativeMatrixBlockLoads;
+} VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
+#endif
+
 #define VKD_GLOBAL_FUNCTIONS(X)              \
   X(vkCreateInstance)                        \
   X(vkEnumerateInstanceExtensionProperties)  \

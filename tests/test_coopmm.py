@@ -1,0 +1,173 @@
+"""coopmm family: the cooperative-matrix float16 matmul (glsl/matmul_coop.glslh).
+Lavapipe has no cooperative matrices, so these run its emulated twin
+(VKDELEGATE_COOPMAT_EMULATE=1: the same tiling and indexing, the matrix operations
+as loops), each tile variant whose shared memory fits the device forced in turn, on
+mm, addmm (alpha, beta, broadcast bias), linear (3-D input, bias; B contiguous in k)
+and bmm (batch 3) at shapes that hit every edge: M, N, K not multiples of 16 or of
+the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
+16-byte aligned (guarded scalar loads and stores) and aligned ones (vector loads and
+stores). Graph.shaders() proves which kernel ran."""
+import pytest
+import torch
+from executorch.runtime import Runtime
+
+import vkdelegate.runtime as rt
+from helpers import TOLERANCES, lower, relative_error, run_pte
+
+# One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
+# index gives O(1) errors.
+RTOL = 2e-3
+
+# (M, K, N)
+SHAPES = [(67, 45, 131), (129, 65, 257), (1, 37, 40), (40, 96, 136), (130, 200, 24)]
+
+# name: (warps m x n, accumulators per warp m x n, shared stages, BK), as matmul.cpp has them
+VARIANTS = {"l": (2, 4, 4, 2, 2, 32), "lt": (4, 2, 2, 4, 2, 32), "l1": (2, 4, 4, 2, 1, 32),
+            "lt1": (4, 2, 2, 4, 1, 32), "w": (2, 4, 4, 4, 1, 32), "w16": (2, 4, 4, 4, 2, 16),
+            "wt": (4, 2, 4, 4, 1, 32), "q": (2, 2, 4, 4, 2, 32), "q64": (2, 2, 4, 4, 1, 64),
+            "l64": (2, 4, 4, 2, 1, 64), "m": (2, 2, 2, 2, 2, 32), "w2": (2, 4, 4, 4, 1, 32),
+            "wt2": (4, 2, 4, 4, 1, 32), "l2": (2, 4, 4, 2, 1, 32), "l64p2": (2, 4, 4, 2, 1, 64)}
+
+
+def shared_bytes(name, b_kmajor):
+    wm, wn, fm, fn, stages, bk = VARIANTS[name]
+    bm, bn = wm * fm * 16, wn * fn * 16
+    b = bn * (bk // 8 + 1) if b_kmajor else bk * (bn // 8 + 1)
+    return 16 * stages * (bm * (bk // 8 + 1) + b)
+
+
+class Mm(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+
+
+class Addmm(torch.nn.Module):
+    def forward(self, bias, a, b):
+        return torch.addmm(bias, a, b, beta=0.5, alpha=2.0)
+
+
+class Bmm(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.bmm(a, b)
+
+
+class Linear(torch.nn.Module):
+    def __init__(self, k, n, bias=True):
+        super().__init__()
+        torch.manual_seed(1)
+        self.linear = torch.nn.Linear(k, n, bias=bias)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def cases(m, k, n):
+    """(name, half module, half inputs, b contiguous in k)"""
+    torch.manual_seed(m * 7919 + k * 31 + n)
+    r = lambda *s: torch.randn(*s).half()  # noqa: E731
+    return [
+        ("mm", Mm(), (r(m, k), r(k, n)), False),
+        ("addmm_row_bias", Addmm(), (r(n), r(m, k), r(k, n)), False),
+        ("bmm3", Bmm(), (r(3, m, k), r(3, k, n)), False),
+        ("linear_3d_bias", Linear(k, n).half(), (r(2, m, k),), True),
+        ("linear_no_bias", Linear(k, n, bias=False).half(), (r(m, k),), True),
+    ]
+
+
+def run_case(module, inputs):
+    """(output, float reference on the same half values, shaders of the graph)"""
+    em = lower(module.eval(), inputs)
+    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    shaders = rt.Graph(blob).shaders()
+    out = run_pte(em.to_executorch().buffer, inputs)[0]
+    with torch.no_grad():
+        ref = module.float()(*(x.float() for x in inputs))
+    module.half()
+    return out, ref, shaders
+
+
+def check(out, ref):
+    assert out.dtype == torch.float16 and out.shape == ref.shape
+    assert relative_error(out.float(), ref) <= RTOL
+    torch.testing.assert_close(out.float(), ref, **TOLERANCES["fp16_matmul"])
+
+
+@pytest.mark.parametrize("tile", sorted(VARIANTS))
+@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+def test_emulated_coop_matmul_matches_eager(tile, shape, monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    monkeypatch.setenv("VKDELEGATE_COOPMM_TILE", tile)
+    smem = rt.device_info()["max_shared_memory"]
+    ran = 0
+    for name, module, inputs, b_kmajor in cases(*shape):
+        if shared_bytes(tile, b_kmajor) > smem:
+            continue
+        if name.startswith("linear") and shape[0] == 1:
+            continue  # one row of a linear is a matrix-vector product (gemv.glsl)
+        out, ref, shaders = run_case(module, inputs)
+        kind = "kb" if b_kmajor else "nb"
+        assert f"matmul_coop_emu_{tile}_{kind}_f16" in shaders, (name, shaders)
+        check(out, ref)
+        ran += 1
+    if ran == 0:
+        pytest.skip(f"variant {tile} needs more shared memory than this device's {smem} bytes")
+
+
+def test_default_selection_runs_coop_and_falls_back(monkeypatch):
+    """Without a forced tile the emulated kernel is chosen for float16 products and
+    agrees with eager; VKDELEGATE_NO_COOPMAT=1 (or no cooperative matrices on the
+    device) keeps matmul.glsl, and float32 never takes the half kernel."""
+    module, inputs = Mm(), (torch.randn(300, 70).half(), torch.randn(70, 90).half())
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    out, ref, shaders = run_case(module, inputs)
+    assert any(s.startswith("matmul_coop_emu_") for s in shaders), shaders
+    check(out, ref)
+
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "0")
+    monkeypatch.setenv("VKDELEGATE_NO_COOPMAT", "1")
+    out, ref, shaders = run_case(module, inputs)
+    assert "matmul_f16" in shaders and not any("coop" in s for s in shaders), shaders
+    check(out, ref)
+
+    monkeypatch.delenv("VKDELEGATE_NO_COOPMAT")
+    out, ref, shaders = run_case(module, inputs)
+    native = rt.device_info()["cooperative_matrix"] and rt.device_info()["subgroup_size"] == 32
+    assert any(s.startswith("matmul_coop_") and "emu" not in s for s in shaders) == native, shaders
+    check(out, ref)
+
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    _, _, shaders = run_case(Mm(), (torch.randn(64, 32), torch.randn(32, 64)))
+    assert not any("coop" in s for s in shaders), shaders
+
+
+def test_bad_forced_tile_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    monkeypatch.setenv("VKDELEGATE_COOPMM_TILE", "huge")
+    inputs = (torch.randn(8, 8).half(), torch.randn(8, 8).half())
+    em = lower(Mm().eval(), inputs)
+    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    with pytest.raises(Exception, match="VKDELEGATE_COOPMM_TILE=huge"):
+        rt.Graph(blob)
+
+
+def test_emulated_coop_matmul_resizes_in_one_loaded_program(monkeypatch):
+    """A dynamic row count: the kernel chosen at load (from the largest sizes) runs
+    every size, its vector-load and store flags recomputed at each (K = 64, N = 40:
+    16-byte rows; N = 36 in the linear: guarded scalar ones)."""
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    rows = torch.export.Dim("rows", min=1, max=300)
+    for module, b_kmajor, n in ((Mm(), False, 40), (Linear(64, 36).half(), True, 36)):
+        inputs = (torch.randn(300, 64).half(),) + ((torch.randn(64, n).half(),) if not b_kmajor else ())
+        dynamic = ({0: rows}, None) if not b_kmajor else ({0: rows},)
+        em = lower(module.eval(), inputs, dynamic_shapes=dynamic)
+        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        assert any(s.startswith("matmul_coop_emu_") for s in rt.Graph(blob).shaders())
+        method = Runtime.get().load_program(em.to_executorch().buffer).load_method("forward")
+        for m in (300, 1, 129, 17):
+            torch.manual_seed(m)
+            x = (torch.randn(m, 64).half(),) + inputs[1:]
+            out = method.execute(list(x))[0]
+            with torch.no_grad():
+                ref = module.float()(*(t.float() for t in x))
+            module.half()
+            check(out, ref)
