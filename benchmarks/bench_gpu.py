@@ -32,7 +32,9 @@ def run_runner(pte, iters, profile, extra=()):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "result.json")
         args = [os.path.join(HERE, "vkdelegate_runner"), "--model", os.path.join(HERE, pte),
-                "--iters", str(iters), "--warmup", "10", "--json", path] + (["--profile"] if profile else [])
+                "--iters", str(iters), "--warmup", "10", "--json", path]
+        # Profiled runs also record each kernel's compiled statistics (registers, shared memory).
+        args += ["--profile", "--pipeline-stats"] if profile else []
         r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"runner failed on {pte}: {r.stderr.strip()[-2000:]}")
@@ -178,7 +180,8 @@ def main():
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
 
     meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name(), "command": manifest["command"]}
+            "gpu": torch.cuda.get_device_name(), "command": manifest["command"],
+            "made_with": manifest.get("made_with", "")}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     with open(os.path.join(args.out, "results.md"), "w") as f:
@@ -189,7 +192,10 @@ def main():
 def markdown(meta, rows):
     device = next((r["device"] for r in rows if "device" in r), "?")
     lines = [f"Measured {meta['date']} on {device} (PyTorch {meta['torch']} CUDA on {meta['gpu']}, same run).",
-             f"Command: `{meta['command']}`", "",
+             f"Command: `{meta['command']}`"]
+    if meta.get("made_with"):
+        lines.append(f"Bundles: `{meta['made_with']}`")
+    lines += ["",
              "| case | vkdelegate | PyTorch CUDA | ratio | load ms | max rel err |", "|---|---|---|---|---|---|"]
     for r in rows:
         err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else ""

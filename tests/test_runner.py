@@ -70,3 +70,30 @@ def test_runner_json_inputs_and_dumped_outputs(tmp_path):
     (tmp_path / "input_0.bin").write_bytes(b"short")
     r = run_runner("--model", str(pte), "--inputs", str(tmp_path))
     assert r.returncode == 1 and "cannot read" in r.stderr
+
+
+def test_runner_pipeline_stats_lists_the_kernels_it_ran(tmp_path):
+    """--pipeline-stats names every kernel the program's dispatches use, with the driver's
+    statistics (registers, shared memory, ...) where it has VK_KHR_pipeline_executable_properties,
+    and says so where it has not (lavapipe 22.3)."""
+    import json
+
+    from helpers import lower
+
+    m, x = MODELS["mlp"]()
+    em = lower(m, x)
+    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    expected = set(rt.Graph(blob).shaders())
+    pte = tmp_path / "mlp.pte"
+    pte.write_bytes(em.to_executorch().buffer)
+    report = tmp_path / "r.json"
+    r = run_runner("--model", str(pte), "--iters", "1", "--pipeline-stats", "--json", str(report))
+    assert r.returncode == 0, r.stderr
+    pipelines = json.loads(report.read_text())["pipelines"]
+    assert {p["shader"] for p in pipelines} == expected
+    missing = "the driver has no VK_KHR_pipeline_executable_properties" in r.stdout
+    for p in pipelines:
+        assert f"kernel {p['shader']} [{p['local_size']}]:" in r.stdout
+        assert missing or p["statistics"], p
+    r = run_runner("--model", str(pte), "--iters", "1", "--pipeline-ir", str(tmp_path / "ir"))
+    assert r.returncode == 0, r.stderr

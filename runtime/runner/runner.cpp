@@ -2,7 +2,9 @@
 // a method on made-up inputs (or raw input files, --inputs) and prints the
 // device and latency; --profile adds a per-dispatch GPU time table, --memory
 // the delegates' memory report, --json writes all of it to a file for scripts,
-// --dump-outputs the raw output tensors (to check them against a reference).
+// --dump-outputs the raw output tensors (to check them against a reference),
+// --pipeline-stats the driver's statistics of each compiled kernel (registers,
+// spills, shared memory: VK_KHR_pipeline_executable_properties, where the driver has it).
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 #include <executorch/runtime/executor/method.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -24,6 +27,7 @@
 
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
+#include "../vk/pipeline.h"
 
 namespace et = ::executorch::runtime;
 using ::executorch::aten::ScalarType;
@@ -38,6 +42,8 @@ struct Options {
   int warmup = 3;
   bool profile = false;
   bool memory = false;
+  bool pipeline_stats = false;
+  std::string pipeline_ir_dir;  // write the driver's internal representations of each kernel here
   std::string json;          // write the results here as JSON
   std::string inputs_dir;    // read input i from DIR/input_<i>.bin (raw, contiguous)
   std::string outputs_dir;   // write output i to DIR/output_<i>.bin after the timed runs
@@ -47,7 +53,8 @@ void usage() {
   std::fprintf(stderr,
                "usage: vkdelegate_runner --model FILE.pte [--method forward] [--iters N]\n"
                "                         [--warmup N] [--profile] [--memory] [--json FILE]\n"
-               "                         [--inputs DIR] [--dump-outputs DIR]\n");
+               "                         [--inputs DIR] [--dump-outputs DIR] [--pipeline-stats]\n"
+               "                         [--pipeline-ir DIR]\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -70,6 +77,11 @@ bool parse(int argc, char** argv, Options& o) {
       const char* v = next("--warmup"); if (!v) return false; o.warmup = std::max(0, std::atoi(v));
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (a == "--pipeline-stats") {
+      o.pipeline_stats = true;
+    } else if (a == "--pipeline-ir") {
+      const char* v = next("--pipeline-ir"); if (!v) return false; o.pipeline_ir_dir = v;
+      o.pipeline_stats = true;
     } else if (a == "--memory") {
       o.memory = true;
     } else if (a == "--json") {
@@ -133,6 +145,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   et::runtime_init();
+  // Read when the context is created, below.
+  if (opt.pipeline_stats) setenv("VKDELEGATE_PIPELINE_STATS", "1", 1);
+  if (!opt.pipeline_ir_dir.empty()) setenv("VKDELEGATE_PIPELINE_IR", "1", 1);
 
   vkd::Context* ctx = vkd::Context::get();
   if (!ctx) {
@@ -306,6 +321,39 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "profiling unavailable: %s\n", e.what());
       return 1;
     }
+  }
+  if (opt.pipeline_stats) {
+    if (!ctx->info().pipeline_statistics) {
+      std::printf("pipeline statistics: the driver has no VK_KHR_pipeline_executable_properties\n");
+    }
+    js << ", \"pipelines\": [";
+    bool first = true;
+    if (!opt.pipeline_ir_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opt.pipeline_ir_dir, ec);
+    }
+    for (const vkd::Pipeline* p : ctx->pipelines().all()) {
+      const std::string local = std::to_string(p->local_size[0]) + "x" + std::to_string(p->local_size[1]) +
+                                "x" + std::to_string(p->local_size[2]);
+      std::printf("kernel %s [%s]:", p->shader.c_str(), local.c_str());
+      js << (first ? "" : ", ") << "{\"shader\": " << json_string(p->shader) << ", \"local_size\": "
+         << json_string(local) << ", \"statistics\": [";
+      for (size_t k = 0; k < p->statistics.size(); ++k) {
+        std::printf("%s %s", k == 0 ? "" : ";", p->statistics[k].c_str());
+        js << (k == 0 ? "" : ", ") << json_string(p->statistics[k]);
+      }
+      std::printf("\n");
+      js << "]}";
+      for (const auto& [name, text] : p->internal_representations) {
+        std::string file = opt.pipeline_ir_dir + "/" + p->shader + "." + local + "." + name + ".txt";
+        for (char& c : file) if (c == ' ') c = '_';
+        std::ofstream f(file);
+        f << text;
+        if (!f) std::fprintf(stderr, "cannot write %s\n", file.c_str());
+      }
+      first = false;
+    }
+    js << "]";
   }
   if (!opt.json.empty()) {
     js << "}\n";

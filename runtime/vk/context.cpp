@@ -353,6 +353,14 @@ void Context::create() {
     *chain_end = &coopmat2;
     chain_end = &coopmat2.pNext;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const bool want_statistics = env_flag("VKDELEGATE_PIPELINE_STATS") &&
+                               has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
+  if (want_statistics) {
+    *chain_end = &executable_props;
+    chain_end = &executable_props.pNext;
+  }
   // glslang declares the VulkanMemoryModel capability in cooperative-matrix shaders.
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
@@ -396,6 +404,7 @@ void Context::create() {
                               coopmat2.cooperativeMatrixFlexibleDimensions &&
                               coopmat2.cooperativeMatrixTensorAddressing &&
                               coopmat2.cooperativeMatrixPerElementOperations;
+  info_.pipeline_statistics = want_statistics && executable_props.pipelineExecutableInfo;
 
   // One compute queue.
   n = 0;
@@ -462,6 +471,13 @@ void Context::create() {
     *enable_end = &enable_coopmat2;
     enable_end = &enable_coopmat2.pNext;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR enable_executable_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  enable_executable_props.pipelineExecutableInfo = VK_TRUE;
+  if (info_.pipeline_statistics) {
+    *enable_end = &enable_executable_props;
+    enable_end = &enable_executable_props.pNext;
+  }
   VkPhysicalDeviceVulkanMemoryModelFeatures enable_memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   enable_memory_model.vulkanMemoryModel = VK_TRUE;
@@ -476,6 +492,7 @@ void Context::create() {
   }
   if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
   if (info_.cooperative_matrix2) device_exts.push_back("VK_NV_cooperative_matrix2");
+  if (info_.pipeline_statistics) device_exts.push_back("VK_KHR_pipeline_executable_properties");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

@@ -57,6 +57,10 @@ struct DeviceInfo {
   // VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, tensor
   // addressing and per-element operations, enabled (coopmm's matmul_coop2).
   bool cooperative_matrix2 = false;
+  // VK_KHR_pipeline_executable_properties, enabled only when VKDELEGATE_PIPELINE_STATS=1
+  // (the runner's --pipeline-stats): the driver's statistics of each compiled kernel
+  // (registers, spills, shared memory, ...), recorded in Pipeline::statistics.
+  bool pipeline_statistics = false;
   // Subgroup-scope cooperative matrix shapes the device offers, "MxNxK A->C"
   // with component types as in GLSL (e.g. "16x16x16 f16->f32").
   std::vector<std::string> cooperative_matrix_shapes;

@@ -143,7 +143,10 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   X(vkWaitForFences)                    \
   X(vkGetFenceStatus)                   \
   X(vkQueueSubmit)                      \
-  X(vkDeviceWaitIdle)
+  X(vkDeviceWaitIdle)                   \
+  X(vkGetPipelineExecutablePropertiesKHR) \
+  X(vkGetPipelineExecutableStatisticsKHR) \
+  X(vkGetPipelineExecutableInternalRepresentationsKHR)
 
 namespace vkd {
 

@@ -1,6 +1,8 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -85,6 +87,83 @@ size_t PipelineCache::size() const {
   return pipelines_.size();
 }
 
+std::vector<const Pipeline*> PipelineCache::all() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const Pipeline*> out;
+  for (const auto& [key, p] : pipelines_) out.push_back(p.get());
+  return out;
+}
+
+namespace {
+
+// "name: value" for each statistic of each executable of the pipeline
+// (VK_KHR_pipeline_executable_properties); what they are is the driver's choice.
+std::vector<std::string> executable_statistics(VkDevice dev, VkPipeline pipeline) {
+  std::vector<std::string> out;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  uint32_t n = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(dev, &info, &n, nullptr) != VK_SUCCESS) return out;
+  std::vector<VkPipelineExecutablePropertiesKHR> execs(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  if (vkGetPipelineExecutablePropertiesKHR(dev, &info, &n, execs.data()) != VK_SUCCESS) return out;
+  for (uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline;
+    ei.executableIndex = e;
+    uint32_t m = 0;
+    if (vkGetPipelineExecutableStatisticsKHR(dev, &ei, &m, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (vkGetPipelineExecutableStatisticsKHR(dev, &ei, &m, stats.data()) != VK_SUCCESS) continue;
+    const std::string prefix = n > 1 ? std::string(execs[e].name) + " " : std::string();
+    for (const auto& s : stats) {
+      std::string value;
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = s.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = std::to_string(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = std::to_string(s.value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: value = std::to_string(s.value.f64); break;
+        default: value = "?";
+      }
+      out.push_back(prefix + s.name + ": " + value);
+    }
+  }
+  return out;
+}
+
+// (name, text) of each textual internal representation of each executable.
+std::vector<std::pair<std::string, std::string>> internal_representations(VkDevice dev, VkPipeline pipeline) {
+  std::vector<std::pair<std::string, std::string>> out;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  uint32_t n = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(dev, &info, &n, nullptr) != VK_SUCCESS) return out;
+  for (uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline;
+    ei.executableIndex = e;
+    uint32_t m = 0;
+    if (vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &m, nullptr) != VK_SUCCESS || m == 0) continue;
+    std::vector<VkPipelineExecutableInternalRepresentationKHR> irs(
+        m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
+    if (vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &m, irs.data()) != VK_SUCCESS) continue;
+    std::vector<std::vector<char>> text(m);
+    for (uint32_t i = 0; i < m; ++i) {
+      text[i].resize(irs[i].dataSize);
+      irs[i].pData = text[i].data();
+    }
+    // Second call fills the buffers; VK_INCOMPLETE leaves what fit.
+    const VkResult r = vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &m, irs.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) continue;
+    for (uint32_t i = 0; i < m; ++i) {
+      if (!irs[i].isText) continue;
+      out.emplace_back(irs[i].name, std::string(text[i].data(), strnlen(text[i].data(), text[i].size())));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_storage,
                                    LocalSize local_size) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -139,6 +218,11 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
   ci.layout = p->layout;
+  const bool statistics = ctx_.info().pipeline_statistics;
+  const char* ir_env = std::getenv("VKDELEGATE_PIPELINE_IR");
+  const bool ir = statistics && ir_env != nullptr && *ir_env != 0 && std::strcmp(ir_env, "0") != 0;
+  if (statistics) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (ir) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->handle);
   vkDestroyShaderModule(dev, module, nullptr);
   if (r != VK_SUCCESS) {
@@ -147,6 +231,8 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
     throw VulkanError("could not create the pipeline of shader '" + shader +
                       "': " + result_name(r));
   }
+  if (statistics) p->statistics = executable_statistics(dev, p->handle);
+  if (ir) p->internal_representations = internal_representations(dev, p->handle);
   auto& ref = *p;
   pipelines_.emplace(key, std::move(p));
   return ref;

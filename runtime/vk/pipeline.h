@@ -43,6 +43,12 @@ struct Pipeline {
   // SPIR-V lacks NonWritable, i.e. the GLSL block is not `readonly`). The graph
   // records a barrier only between dispatches whose accesses conflict.
   std::vector<bool> writes;
+  // The driver's statistics of the compiled kernel ("name: value", e.g. registers,
+  // spills, shared memory), where DeviceInfo::pipeline_statistics; else empty.
+  std::vector<std::string> statistics;
+  // With VKDELEGATE_PIPELINE_IR=1 as well: the driver's internal representations
+  // of the kernel (name, text), where it gives any.
+  std::vector<std::pair<std::string, std::string>> internal_representations;
 };
 
 // barriers family: which of the storage bindings 0..num_storage-1 a SPIR-V
@@ -58,6 +64,8 @@ class PipelineCache {
   const Pipeline& get(const std::string& shader, uint32_t num_storage,
                       LocalSize local_size);
   size_t size() const;
+  // Every pipeline created so far (for reports; valid while the cache lives).
+  std::vector<const Pipeline*> all() const;
 
  private:
   Context& ctx_;
