@@ -21,6 +21,7 @@ def main():
     runs = [json.load(open(path)) for path in sys.argv[1:]]
     meta = dict(runs[0]["meta"])
     meta["command"] = "; ".join(run["meta"]["command"] for run in runs)
+    meta["made_with"] = "; ".join(run["meta"]["made_with"] for run in runs if run["meta"].get("made_with"))
     rows = [row for run in runs for row in run["rows"]]
     out = os.path.join(HERE, "results")
     with open(os.path.join(out, "latest.json"), "w") as f:

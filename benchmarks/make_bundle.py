@@ -133,7 +133,8 @@ def main():
     rel = os.path.relpath(args.out, ROOT)
     command = f"bash {rel}/run_gpu.sh $OUT"
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
-        json.dump({"cases": entries, "command": command}, f, indent=1)
+        made_with = "python benchmarks/make_bundle.py " + " ".join(sys.argv[1:])
+        json.dump({"cases": entries, "command": command, "made_with": made_with.strip()}, f, indent=1)
     size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
     print(f"bundle: {args.out}, {size / 2**20:.1f} MiB")
     if size > LIMIT:
