@@ -50,9 +50,18 @@ def cpu_ops(edge_manager):
             and getattr(n.target, "__name__", "") not in skip]
 
 
+def load_method(pte: bytes):
+    """The program's forward method. ExecuTorch's Python Method does not keep its
+    Program alive, and executing it after the Program is gone reads freed memory:
+    the Program rides along on the method's Python object."""
+    program = Runtime.get().load_program(pte)
+    method = program.load_method("forward")
+    method.program = program
+    return method
+
+
 def run_pte(pte: bytes, inputs):
-    method = Runtime.get().load_program(pte).load_method("forward")
-    return method.execute(list(inputs))
+    return load_method(pte).execute(list(inputs))
 
 
 def relative_error(out, ref):

@@ -8,7 +8,7 @@ import torch
 
 import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
-from helpers import lower
+from helpers import load_method, lower
 
 HEADER = 48
 
@@ -78,7 +78,7 @@ def test_wrong_input_shape_and_dtype_direct(mlp_blob_and_pte):
 
 def test_wrong_input_through_executorch(mlp_blob_and_pte):
     m, _, pte = mlp_blob_and_pte
-    method = Runtime.get().load_program(pte).load_method("forward")
+    method = load_method(pte)
     for bad in (torch.ones(3, 6), torch.ones(2, 6, dtype=torch.float64), torch.ones(2, 6, dtype=torch.int64)):
         with pytest.raises(Exception):
             method.execute([bad])

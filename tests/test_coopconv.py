@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import torch
-from helpers import cpu_ops, delegate_calls, lower, relative_error, run_pte
+from helpers import cpu_ops, delegate_calls, load_method, lower, relative_error, run_pte
 from torch import nn
 from vkdelegate.op_registry import _ConvClamp
 
@@ -73,3 +73,87 @@ def test_emulated_kernel_is_the_one_that_runs(monkeypatch):
     emulated, _ = _run_half(name, monkeypatch, {"VKDELEGATE_COOPMAT_EMULATE": "1"})
     fallback, _ = _run_half(name, monkeypatch, {"VKDELEGATE_COOPMAT_EMULATE": "0"})
     assert not torch.equal(emulated, fallback)
+
+
+# Split-K over workgroups (the _sk variants + conv2d_splitk_reduce): every tile
+# variant with K cut into slices, on cases where a slice boundary falls inside a
+# stage's (ic, kh, kw) decoding, K does not divide evenly, and the epilogue
+# (bias, residual, clamp) moves to the reduce pass.
+SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwise_groups2_batch3",
+               "conv1d", "residual_no_bound_no_bias", "stride2_dilation2_asym_no_bias"]
+
+
+def _shaders(name, monkeypatch, env):
+    import vkdelegate.runtime as rt
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    module = CASES[name][0]().eval().half()
+    inputs = tuple(x.half() for x in CASES[name][1]())
+    blob = lower(module, inputs).exported_program().graph_module.lowered_module_0.processed_bytes
+    return rt.Graph(blob).shaders()
+
+
+@pytest.mark.parametrize("splits", ["2", "3", "16"])
+@pytest.mark.parametrize("tile", ["l", "m", "s"])
+@pytest.mark.parametrize("name", SPLIT_CASES)
+def test_emulated_coop_conv_split_k_matches_eager(name, tile, splits, monkeypatch):
+    env = {"VKDELEGATE_COOPMAT_EMULATE": "1", "VKDELEGATE_COOPCONV_TILE": tile, "VKDELEGATE_COOPCONV_SPLITK": splits}
+    shaders = _shaders(name, monkeypatch, env)
+    K = {"deep_k_several_stages": 70 * 9, "residual_relu": 16 * 9, "clamp_relu6": 20 * 9,
+         "pointwise_groups2_batch3": 17, "conv1d": 5 * 5, "residual_no_bound_no_bias": 24 * 9,
+         "stride2_dilation2_asym_no_bias": 8 * 15}[name]
+    kc = 128 if tile == "s" else 32
+    if -(-K // kc) > 1:  # more than one stage: the forced split (at most one slice per stage) is taken
+        assert f"conv2d_coop_emu_{tile}_sk_f16" in shaders and "conv2d_splitk_reduce_f16" in shaders, shaders
+    else:
+        assert f"conv2d_coop_emu_{tile}_f16" in shaders, shaders
+    out, ref = _run_half(name, monkeypatch, env)
+    assert out.dtype == torch.float16 and out.shape == ref.shape
+    assert relative_error(out.float(), ref) <= RTOL
+
+
+def test_split_k_is_the_default_for_few_tiles_and_long_k(monkeypatch):
+    """A deep layer at batch 1 (few 16x16 tiles, K over many stages) splits K by default;
+    one with many tiles does not."""
+    import vkdelegate.runtime as rt
+
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    deep = nn.Conv2d(128, 32, 3, padding=1).eval().half()  # 4 tiles of s; K = 1152: 9 stages
+    x = _x(1, 128, 5, 5).half()
+    blob = lower(deep, (x,)).exported_program().graph_module.lowered_module_0.processed_bytes
+    assert "conv2d_splitk_reduce_f16" in rt.Graph(blob).shaders()
+    wide = nn.Conv2d(8, 64, 1).eval().half()  # K = 8: one stage
+    blob = lower(wide, (_x(1, 8, 40, 40).half(),)).exported_program().graph_module.lowered_module_0.processed_bytes
+    assert "conv2d_splitk_reduce_f16" not in rt.Graph(blob).shaders()
+
+
+def test_split_k_resizes_in_one_loaded_program(monkeypatch):
+    """A dynamic batch and image: slices, scratch and reduce follow every size."""
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "3")
+    module = _ConvClamp(nn.Conv2d(40, 24, 3, padding=1), 0.0, 6.0).eval().half()
+    batch, height = torch.export.Dim("batch", min=1, max=3), torch.export.Dim("height", min=2, max=9)
+    inputs = (_x(3, 40, 9, 7, scale=3.0).half(), _x(3, 24, 9, 7).half())
+    em = lower(module, inputs, dynamic_shapes=({0: batch, 2: height}, {0: batch, 2: height}))
+    assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
+    method = load_method(em.to_executorch().buffer)
+    for n, h in ((3, 9), (1, 4), (2, 9), (1, 2), (3, 9)):
+        torch.manual_seed(n * 10 + h)
+        x = (torch.randn(n, 40, h, 7).half() * 3, torch.randn(n, 24, h, 7).half())
+        out = method.execute(list(x))[0]
+        with torch.no_grad():
+            ref = module.float()(*(t.float() for t in x))
+        module.half()
+        assert out.shape == ref.shape and relative_error(out.float(), ref) <= RTOL
+
+
+def test_split_k_bad_setting_is_a_clear_error(monkeypatch):
+    import vkdelegate.runtime as rt
+
+    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
+    monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "many")
+    module = nn.Conv2d(64, 32, 3, padding=1).eval().half()
+    blob = lower(module, (_x(1, 64, 5, 5).half(),)).exported_program().graph_module.lowered_module_0.processed_bytes
+    with pytest.raises(Exception, match="VKDELEGATE_COOPCONV_SPLITK=many"):
+        rt.Graph(blob)

@@ -9,10 +9,9 @@ the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
 stores). Graph.shaders() proves which kernel ran."""
 import pytest
 import torch
-from executorch.runtime import Runtime
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower, relative_error, run_pte
+from helpers import TOLERANCES, load_method, lower, relative_error, run_pte
 
 # One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
 # index gives O(1) errors.
@@ -162,7 +161,7 @@ def test_emulated_coop_matmul_resizes_in_one_loaded_program(monkeypatch):
         em = lower(module.eval(), inputs, dynamic_shapes=dynamic)
         blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
         assert any(s.startswith("matmul_coop_emu_") for s in rt.Graph(blob).shaders())
-        method = Runtime.get().load_program(em.to_executorch().buffer).load_method("forward")
+        method = load_method(em.to_executorch().buffer)
         for m in (300, 1, 129, 17):
             torch.manual_seed(m)
             x = (torch.randn(m, 64).half(),) + inputs[1:]

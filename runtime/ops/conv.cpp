@@ -16,7 +16,7 @@ struct ConvParams {
   int32_t KW, stride_h, stride_w, pad_h;
   int32_t pad_w, dil_h, dil_w, groups;
   int32_t icpg, ocpg, oc_blocks, ow_blocks;
-  int32_t has_bias, total, pad0, pad1;
+  int32_t has_bias, total, k_chunk, pad1;  // k_chunk: K per slice (conv2d_coop _sk)
   // Epilogue of the direct and GEMM kernels: + residual, then clamp to [out_min, out_max].
   int32_t has_clamp;
   float out_min, out_max;
@@ -84,12 +84,22 @@ struct CoopVariant {
   int64_t tile;  // BM = BN
   uint32_t invocations;
   uint32_t shared_bytes;
+  int64_t kc;  // K per stage (KSUB * 16)
 };
-constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4};
-constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4};
-constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4};
+constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4, 32};
+constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4, 32};
+constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4, 128};
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
+// Split-K over workgroups (the _sk variants, then conv2d_splitk_reduce.glsl):
+// deep layers at batch 1 have few output tiles, each walking a long K in
+// dependent stages (ResNet-18's 512-channel 7x7 3x3 convs: 128 workgroups of
+// 36 stages, 53 us on the H100). Slices until about kCoopSplitTargetGroups
+// workgroups (a wave of 256-invocation workgroups on a large GPU), each slice
+// at least kCoopSplitMinStages stages, at most kCoopSplitMaxSplits slices.
+constexpr int64_t kCoopSplitTargetGroups = 1024;
+constexpr int64_t kCoopSplitMinStages = 4;
+constexpr int64_t kCoopSplitMaxSplits = 16;
 
 // conv32 family: the float32 implicit GEMM on matmul_tiled's register blocking
 // (conv2d_tiled.glsl), groups 1: TC channels x 128 pixels per workgroup of
@@ -130,6 +140,30 @@ bool env_on(const char* name) {
 
 // "conv2d_coop", "conv2d_coop_emu" or "" (op_utils.h: coopmat_f16_base).
 std::string coop_conv_base(ComputeGraph& g) { return coopmat_f16_base(g, "conv2d_coop"); }
+
+// The number of K slices for a cooperative-matrix convolution of `tiles` output tiles
+// (all batches and groups) over K = `K`, `outputs` output elements (planned sizes).
+// VKDELEGATE_COOPCONV_SPLITK=n forces n (1: no split), within the limits below.
+int64_t coop_conv_splits(ComputeGraph& g, const CoopVariant& v, int64_t tiles, int64_t K, int64_t outputs,
+                         int64_t z_groups) {
+  const int64_t stages = (K + v.kc - 1) / v.kc;
+  int64_t splits = std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles, stages / kCoopSplitMinStages,
+                             kCoopSplitMaxSplits});
+  if (const char* f = std::getenv("VKDELEGATE_COOPCONV_SPLITK"); f != nullptr && *f != 0) {
+    char* end = nullptr;
+    splits = std::strtol(f, &end, 10);
+    if (*end != 0 || splits < 1 || splits > kCoopSplitMaxSplits) {
+      g.fail(std::string("VKDELEGATE_COOPCONV_SPLITK=") + f + ": expected 1.." + std::to_string(kCoopSplitMaxSplits));
+    }
+    splits = std::min(splits, stages);  // every slice at least one stage
+  }
+  // The float scratch of all slices must fit one binding, and workgroup z its limit.
+  const int64_t range = static_cast<int64_t>(g.context().info().max_storage_buffer_range);
+  const int64_t slice_bytes = 4 * std::max<int64_t>(outputs, 1);
+  splits = std::min({splits, range / slice_bytes,
+                     static_cast<int64_t>(g.context().info().max_workgroup_count[2]) / std::max<int64_t>(z_groups, 1)});
+  return std::max<int64_t>(splits, 1);
+}
 
 // The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels, `ksize`
 // taps, over `pixels` output pixels (the whole batch), or nullptr to keep the other
@@ -252,6 +286,7 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   // cooperative-matrix kernel where there is one.
   std::string coop_shader;
   const CoopVariant* coop = nullptr;
+  int64_t coop_splits = 1;  // K slices over workgroups (conv2d_coop _sk + conv2d_splitk_reduce)
   if (gemm && g.tensor(in).dtype == DType::Float16) {
     const std::string base = coop_conv_base(g);
     if (!base.empty()) {
@@ -272,7 +307,9 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
           if (std::strcmp(force, v->name) == 0) coop = v;
         }
       }
-      coop_shader = base + "_" + coop->name + "_f16";
+      coop_splits = coop_conv_splits(g, *coop, tiles(*coop), planned.icpg * planned.KH * planned.KW,
+                                     x.sizes[0] * planned.OC * npix, x.sizes[0] * groups);
+      coop_shader = base + "_" + coop->name + (coop_splits > 1 ? "_sk" : "") + "_f16";
       if (find_shader(coop_shader) == nullptr || smem < coop->shared_bytes) coop = nullptr;
     }
   }
@@ -305,7 +342,11 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                                             : kLocal1D;
   const int64_t tile_m = coop != nullptr ? coop->tile : gemm ? gv->tile_oc : 0;
   const int64_t tile_n = coop != nullptr ? coop->tile : gemm ? gv->tile_pix : 0;
-  std::vector<int> tensors{out, in, weight, bias >= 0 ? bias : weight};
+  const int64_t splits = coop != nullptr ? coop_splits : 1;
+  // With a split, the convolution writes float slices into a scratch tensor.
+  const int part = splits > 1 ? g.add_scratch_tensor(DType::Float32, {splits * g.tensor(out).numel()}) : -1;
+  const int64_t kc = coop != nullptr ? coop->kc : 0;
+  std::vector<int> tensors{splits > 1 ? part : out, in, weight, bias >= 0 ? bias : weight};
   if (!transposed) tensors.push_back(epi.residual >= 0 ? epi.residual : in);
   g.add_node(g.current_op(), coop != nullptr || tiled != nullptr ? shader : variant(g, shader, in), local, tensors,
              [=](ComputeGraph& g, Node& node) {
@@ -341,6 +382,12 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                }
                const int64_t total = transposed ? o.numel() : N * groups * p.oc_blocks * OH * p.ow_blocks;
                p.total = static_cast<int32_t>(total);
+               if (splits > 1) {
+                 g.tensor(part).sizes = {splits * o.numel()};
+                 // K per slice, whole stages (the last slice may be shorter).
+                 const int64_t K = icpg * KH * KW, per = (K + splits - 1) / splits;
+                 p.k_chunk = static_cast<int32_t>(std::max<int64_t>(1, (per + kc - 1) / kc) * kc);
+               }
                node.set_params(p);
                if (tiled != nullptr) {
                  const int64_t tp = 8 * tiled->x, tc = 8 * tiled->y;
@@ -350,8 +397,8 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                  }
                  node.groups = {static_cast<uint32_t>((ocpg + tc - 1) / tc), static_cast<uint32_t>(pixel_tiles), 1};
                } else if (gemm) {
-                 const int64_t tiles_z = N * groups;
-                 if (tiles_z > 65535) g.fail("batch * groups over 65535 is not supported");
+                 const int64_t tiles_z = N * groups * splits;
+                 if (tiles_z > 65535) g.fail("batch * groups (* K slices) over 65535 is not supported");
                  node.groups = {static_cast<uint32_t>((OH * OW + tile_n - 1) / tile_n),
                                 static_cast<uint32_t>((ocpg + tile_m - 1) / tile_m),
                                 static_cast<uint32_t>(tiles_z)};
@@ -359,6 +406,27 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                  node.set_groups_1d(total, kLocal1D[0]);
                }
              });
+  if (splits > 1) {
+    struct ReduceParams {
+      int32_t total, OC, npix, splits;
+      int32_t has_bias, has_residual, has_clamp, pad0;
+      float out_min, out_max, pad1, pad2;
+    };
+    g.add_node(g.current_op(), std::string("conv2d_splitk_reduce_") + storage_suffix(g.tensor(out).dtype), kLocal1D,
+               {out, part, bias >= 0 ? bias : part, epi.residual >= 0 ? epi.residual : part},
+               [=](ComputeGraph& g, Node& node) {
+                 const Tensor& o = g.tensor(out);  // sized by the convolution's update, before this one
+                 ReduceParams r{};
+                 r.total = static_cast<int32_t>(o.numel());
+                 r.OC = static_cast<int32_t>(o.sizes[1]);
+                 r.npix = static_cast<int32_t>(o.numel() / std::max<int64_t>(1, o.sizes[0] * o.sizes[1]));
+                 r.splits = static_cast<int32_t>(splits);
+                 r.has_bias = bias >= 0, r.has_residual = epi.residual >= 0, r.has_clamp = epi.clamp;
+                 r.out_min = epi.min, r.out_max = epi.max;
+                 node.set_params(r);
+                 node.set_groups_1d(o.numel(), kLocal1D[0]);
+               });
+  }
 }
 
 // convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
