@@ -39,23 +39,29 @@ constexpr int64_t kCols = 4;
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
 
-// The rows kernels' local size: 64 (with N / 4 workgroups a 4096-column layer
-// keeps ~1000 workgroups of 64 in flight, each streaming its 4 columns' chunks
-// 16 bytes an invocation), at least one subgroup; VKDELEGATE_QLINEAR_WG (a power of
-// two, 16..1024) sets it, to compare. A power of two for the shared-memory reduction.
-LocalSize rows_local(ComputeGraph& g) {
-  uint32_t size = 64;
-  while (size < g.context().info().subgroup_size && size < 1024) size *= 2;
+// The rows kernels' local size: 128 where K has at least 128 chunks (a 4096-wide
+// int4 row: each invocation loads its 4 columns' chunks at once and the N / 4
+// workgroups put the whole weight in flight), else 64; at least one subgroup.
+// VKDELEGATE_QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
+// A power of two for the shared-memory reduction.
+LocalSize rows_local(ComputeGraph& g, int64_t chunks) {
+  const DeviceInfo& info = g.context().info();
+  uint32_t size = chunks >= 128 ? 128 : 64;
+  while (size < info.subgroup_size && size < info.max_workgroup_invocations) size *= 2;
   if (const char* env = std::getenv("VKDELEGATE_QLINEAR_WG"); env != nullptr && *env != 0) {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
-    if (*end != 0 || v < 16 || v > 1024 || (v & (v - 1)) != 0) {
-      g.fail(std::string("VKDELEGATE_QLINEAR_WG=") + env + " is not a power of two in 16..1024");
+    if (*end != 0 || v < 16 || v > static_cast<long>(info.max_workgroup_invocations) || (v & (v - 1)) != 0) {
+      g.fail(std::string("VKDELEGATE_QLINEAR_WG=") + env + " is not a power of two in 16.." +
+             std::to_string(info.max_workgroup_invocations));
     }
     size = static_cast<uint32_t>(v);
   }
   return {size, 1, 1};
 }
+// qlinear_dq8a_quant.glsl: a workgroup a row; 128 (Vulkan's minimum limit) so a
+// decode row of 4096 takes 32 loads an invocation.
+constexpr LocalSize kQuantizeLocal{128, 1, 1};
 
 // The dq8a kernel: the packed integer dot product variant where the device has
 // shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
@@ -169,9 +175,9 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
     }
   };
-  const LocalSize local = rows_local(g);
+  const LocalSize local = rows_local(g, words_per_row / (vec4 ? 4 : 1));
   if (dq8a) {
-    g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), local, {xq, x},
+    g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), kQuantizeLocal, {xq, x},
                [=](ComputeGraph& g, Node& node) {
                  const int64_t M = rows_of(g);
                  QuantizeRowsParams p{};
