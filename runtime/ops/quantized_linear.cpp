@@ -59,9 +59,15 @@ LocalSize rows_local(ComputeGraph& g, int64_t chunks) {
   }
   return {size, 1, 1};
 }
-// qlinear_dq8a_quant.glsl: a workgroup a row; 128 (Vulkan's minimum limit) so a
-// decode row of 4096 takes 32 loads an invocation.
-constexpr LocalSize kQuantizeLocal{128, 1, 1};
+// qlinear_dq8a_quant.glsl: a workgroup a row, of about K / 4 invocations (64 to
+// 1024 and the device's limit, a power of two): at decode the whole node is one
+// workgroup, whose serial loads the linear kernel waits for.
+LocalSize quantize_local(ComputeGraph& g, int64_t K) {
+  const uint32_t limit = std::min<uint32_t>(1024, g.context().info().max_workgroup_invocations);
+  uint32_t size = 64;
+  while (size * 2 <= limit && size * 4 < K) size *= 2;
+  return {size, 1, 1};
+}
 
 // The dq8a kernel: the packed integer dot product variant where the device has
 // shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
@@ -177,7 +183,7 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
   };
   const LocalSize local = rows_local(g, words_per_row / (vec4 ? 4 : 1));
   if (dq8a) {
-    g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), kQuantizeLocal, {xq, x},
+    g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), quantize_local(g, K), {xq, x},
                [=](ComputeGraph& g, Node& node) {
                  const int64_t M = rows_of(g);
                  QuantizeRowsParams p{};
