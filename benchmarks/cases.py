@@ -175,6 +175,15 @@ QUANT = {
                                      _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
     "linear_8da4w_g32_4096x4096_m1": (lambda: (Linear(4096, 4096), (_f32(1, 4096),)), "8da", 4, 32,
                                       _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
+    # Decode shapes of a Llama MLP (up and down projections) and a 4-token step.
+    "linear_int4_g32_4096x11008_m1": (lambda: (Linear(4096, 11008), (_f32(1, 4096),)), "weight_only", 4, 32,
+                                      _int4_g32_bytes(4096, 11008), 2 * 4096 * 11008),
+    "linear_int4_g32_11008x4096_m1": (lambda: (Linear(11008, 4096), (_f32(1, 11008),)), "weight_only", 4, 32,
+                                      _int4_g32_bytes(11008, 4096), 2 * 11008 * 4096),
+    "linear_int4_g32_4096x4096_m4": (lambda: (Linear(4096, 4096), (_f32(4, 4096),)), "weight_only", 4, 32,
+                                     _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
+    "linear_8da4w_g32_4096x4096_m4": (lambda: (Linear(4096, 4096), (_f32(4, 4096),)), "8da", 4, 32,
+                                      _int4_g32_bytes(4096, 4096), 2 * 4096 * 4096),
 }
 
 

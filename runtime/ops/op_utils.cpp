@@ -7,15 +7,26 @@
 
 namespace vkd {
 
-std::string variant(ComputeGraph& g, const std::string& base, int id) {
-  const std::string suffix = std::string("_") + storage_suffix(g.tensor(id).dtype);
+namespace {
+bool subgroup_ops(ComputeGraph& g) {
   const char* off = std::getenv("VKDELEGATE_NO_SUBGROUP_OPS");
   const bool disabled = off != nullptr && *off != 0 && std::strcmp(off, "0") != 0;
-  if (!disabled && g.context().info().subgroup_arithmetic) {
+  return !disabled && g.context().info().subgroup_arithmetic;
+}
+}  // namespace
+
+std::string variant(ComputeGraph& g, const std::string& base, int id) {
+  const std::string suffix = std::string("_") + storage_suffix(g.tensor(id).dtype);
+  if (subgroup_ops(g)) {
     const std::string sg = base + "_sg" + suffix;
     if (find_shader(sg) != nullptr) return sg;
   }
   return base + suffix;
+}
+
+std::string subgroup_variant(ComputeGraph& g, const std::string& name) {
+  if (subgroup_ops(g) && find_shader(name + "_sg") != nullptr) return name + "_sg";
+  return name;
 }
 
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base) {

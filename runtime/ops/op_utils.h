@@ -26,6 +26,8 @@ inline void require_float(ComputeGraph& g, int id) {
 // shaders, unless VKDELEGATE_NO_SUBGROUP_OPS is set (to compare, or to test the
 // shared-memory reductions on such a device). op_utils.cpp.
 std::string variant(ComputeGraph& g, const std::string& base, int id);
+// The same choice for a shader without dtype variants: NAME_sg or NAME.
+std::string subgroup_variant(ComputeGraph& g, const std::string& name);
 
 // Cooperative-matrix kernels (coopconv, coopmm): `base` on a device with 16x16x16
 // f16->f32 subgroup matrices and subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns

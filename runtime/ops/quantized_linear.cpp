@@ -1,7 +1,11 @@
 // Quantized linear and embedding of the qlinear family (et_vk.vkd_linear_qw,
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
-// shaders (qlinear_rows.glsl, qlinear_tiled.glsl, qembedding.glsl).
+// shaders (qlinear_rows.glsl, qlinear_dq8a_dot.glsl, qlinear_dq8a_quant.glsl,
+// qlinear_tiled.glsl, qembedding.glsl).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,7 +19,11 @@ namespace {
 struct QLinearParams {
   int32_t M, N, K, words_per_row;
   int32_t group_size, groups, bits, has_zeros;
-  int32_t has_bias, pad0, pad1, pad2;
+  int32_t has_bias, chunk_in_one_group, xq_stride, pad0;
+};
+
+struct QuantizeRowsParams {
+  int32_t M, K, bits, row_ints;
 };
 
 struct QEmbeddingParams {
@@ -23,21 +31,51 @@ struct QEmbeddingParams {
   int32_t group_size, groups, bits, has_zeros;
 };
 
-// The rows kernel makes kRows x kCols outputs per workgroup of 64; the tiled
-// one (weight-only, more than kRows rows) 32 x 32 per (8, 8) workgroup.
+// The rows kernels (qlinear_rows.glsl, qlinear_dq8a_dot.glsl) make kRows x kCols
+// outputs per workgroup, its invocations splitting K; the tiled one (weight-only,
+// more than kRows rows) 32 x 32 per (8, 8) workgroup.
 constexpr int64_t kRows = 4;
 constexpr int64_t kCols = 4;
-constexpr LocalSize kRowsLocal{64, 1, 1};
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
+
+// The rows kernels' local size: 128 where K has at least 128 chunks (a 4096-wide
+// int4 row: each invocation loads its 4 columns' chunks at once and the N / 4
+// workgroups put the whole weight in flight), else 64; at least one subgroup.
+// VKDELEGATE_QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
+// A power of two for the shared-memory reduction.
+LocalSize rows_local(ComputeGraph& g, int64_t chunks) {
+  const DeviceInfo& info = g.context().info();
+  uint32_t size = chunks >= 128 ? 128 : 64;
+  while (size < info.subgroup_size && size < info.max_workgroup_invocations) size *= 2;
+  if (const char* env = std::getenv("VKDELEGATE_QLINEAR_WG"); env != nullptr && *env != 0) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != 0 || v < 16 || v > static_cast<long>(info.max_workgroup_invocations) || (v & (v - 1)) != 0) {
+      g.fail(std::string("VKDELEGATE_QLINEAR_WG=") + env + " is not a power of two in 16.." +
+             std::to_string(info.max_workgroup_invocations));
+    }
+    size = static_cast<uint32_t>(v);
+  }
+  return {size, 1, 1};
+}
+// qlinear_dq8a_quant.glsl: a workgroup a row, of about K / 4 invocations (64 to
+// 1024 and the device's limit, a power of two): at decode the whole node is one
+// workgroup, whose serial loads the linear kernel waits for.
+LocalSize quantize_local(ComputeGraph& g, int64_t K) {
+  const uint32_t limit = std::min<uint32_t>(1024, g.context().info().max_workgroup_invocations);
+  uint32_t size = 64;
+  while (size * 2 <= limit && size * 4 < K) size *= 2;
+  return {size, 1, 1};
+}
 
 // The dq8a kernel: the packed integer dot product variant where the device has
 // shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
 // is set (to compare, or to test the plain integer kernel on such a device).
-std::string dq8a_shader(ComputeGraph& g) {
+std::string dq8a_base(ComputeGraph& g) {
   const char* off = std::getenv("VKDELEGATE_NO_INTEGER_DOT");
   const bool disabled = off != nullptr && *off != 0 && std::strcmp(off, "0") != 0;
-  if (!disabled && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot") != nullptr) {
+  if (!disabled && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot_b4") != nullptr) {
     return "qlinear_dq8a_dot";
   }
   return "qlinear_dq8a_rows";
@@ -91,20 +129,45 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
       g.fail("bias must have sizes [" + std::to_string(N) + "]");
     }
   }
-  const std::vector<int> tensors = {out, x, packed, scales, zeros >= 0 ? zeros : scales, bias >= 0 ? bias : scales};
-  // Both kernels are recorded; each update dispatches the one for the current rows.
-  auto update = [=](ComputeGraph& g, Node& node, bool rows_kernel) {
+  // The rows kernel's variant: 16-byte chunks where every row is whole chunks of values.
+  const int64_t per = 32 / bits;
+  const bool vec4 = K % (4 * per) == 0;
+  const int64_t chunk_values = (vec4 ? 4 : 1) * per;
+  const int32_t chunk_in_one_group = group_size % chunk_values == 0 || group_size == K;
+  const std::string rows_shader = subgroup_variant(
+      g, (dq8a ? dq8a_base(g) : std::string("qlinear_rows")) + (bits == 4 ? "_b4" : "_b8") + (vec4 ? "_vec4" : ""));
+  // dq8a: x quantized once per row into a scratch tensor (qlinear_dq8a_quant.glsl's layout).
+  const int64_t row_ints = (words_for(K, bits) * (bits == 4 ? 2 : 1) + 3) / 4 * 4;
+  const int64_t xq_stride = 4 + row_ints;
+  const int64_t max_rows = K == 0 ? 0 : g.tensor(x).numel() / K;
+  const int xq = dq8a ? g.add_scratch_tensor(DType::Int32, {std::max<int64_t>(1, max_rows * xq_stride)}) : -1;
+  const std::vector<int> tensors = {out, dq8a ? xq : x, packed, scales, zeros >= 0 ? zeros : scales,
+                                    bias >= 0 ? bias : scales};
+  const int64_t words_per_row = words_for(K, bits);
+  auto rows_of = [=](ComputeGraph& g) {
     const Tensor& in = g.tensor(x);
     if (in.sizes.back() != K) g.fail("the input's last dim changed from " + std::to_string(K));
-    Sizes out_sizes = in.sizes;
+    const int64_t M = K == 0 ? 0 : in.numel() / K;
+    // The shaders index with int32.
+    if (M * std::max(K, xq_stride) > INT32_MAX || M * N > INT32_MAX || N * words_per_row > INT32_MAX) {
+      g.fail("too large for 32-bit indexing: " + std::to_string(M) + " x " + std::to_string(K) + " by " +
+             std::to_string(N) + " columns");
+    }
+    return M;
+  };
+  // Both kernels are recorded for weight-only; each update dispatches the one for the current rows.
+  auto update = [=](ComputeGraph& g, Node& node, bool rows_kernel) {
+    const int64_t M = rows_of(g);
+    Sizes out_sizes = g.tensor(x).sizes;
     out_sizes.back() = N;
     g.tensor(out).sizes = out_sizes;
-    const int64_t M = K == 0 ? 0 : in.numel() / K;
+    if (dq8a) g.tensor(xq).sizes = {std::max<int64_t>(1, M * xq_stride)};
     QLinearParams p{};
     p.M = static_cast<int32_t>(M), p.N = static_cast<int32_t>(N), p.K = static_cast<int32_t>(K);
-    p.words_per_row = static_cast<int32_t>(words_for(K, bits));
+    p.words_per_row = static_cast<int32_t>(words_per_row);
     p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
     p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0, p.has_bias = bias >= 0;
+    p.chunk_in_one_group = chunk_in_one_group, p.xq_stride = static_cast<int32_t>(xq_stride);
     node.set_params(p);
     const bool use_rows = dq8a || M <= kRows;
     if (rows_kernel != use_rows || M == 0 || N == 0) {
@@ -118,7 +181,20 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
     }
   };
-  g.add_node(g.current_op(), dq8a ? dq8a_shader(g) : "qlinear_rows", kRowsLocal, tensors,
+  const LocalSize local = rows_local(g, words_per_row / (vec4 ? 4 : 1));
+  if (dq8a) {
+    g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), quantize_local(g, K), {xq, x},
+               [=](ComputeGraph& g, Node& node) {
+                 const int64_t M = rows_of(g);
+                 QuantizeRowsParams p{};
+                 p.M = static_cast<int32_t>(M), p.K = static_cast<int32_t>(K), p.bits = static_cast<int32_t>(bits);
+                 p.row_ints = static_cast<int32_t>(row_ints);
+                 node.set_params(p);
+                 // A workgroup a row (each loops over rows past 65535).
+                 node.groups = {static_cast<uint32_t>(N == 0 ? 0 : std::min<int64_t>(M, 65535)), 1, 1};
+               });
+  }
+  g.add_node(g.current_op(), rows_shader, local, tensors,
              [update](ComputeGraph& g, Node& node) { update(g, node, true); });
   if (!dq8a) {
     g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,

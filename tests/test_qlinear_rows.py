@@ -1,0 +1,118 @@
+"""The decode kernels of the quantized linears (qlinear_rows.glsl, qlinear_dq8a_dot.glsl,
+qlinear_dq8a_quant.glsl): each variant (int4 / int8, 16-byte chunks or one word,
+subgroup or shared-memory reduction, weight-only / dq8a plain / dq8a integer dot) is
+checked to be the one chosen and against eager PyTorch (the et_vk ops' reference
+implementations), on odd K, N not a multiple of the 4 columns a workgroup makes, rows
+1..4 and more, with and without zero points and bias, group sizes 4..256 and per-axis,
+K long enough for several chunks per invocation, and rows changing between executes."""
+import pytest
+import torch
+
+import vkdelegate.runtime as rt
+from executorch.runtime import Runtime
+from helpers import TOLERANCES, lower, run_pte
+from vkdelegate.quant import torchao_samples as S
+
+pytest.importorskip("torchao")
+
+OPS = {"weight_only": "vkd_linear_qw", "dq8a_dot": "vkd_linear_dq8a_qw", "dq8a_plain": "vkd_linear_dq8a_qw"}
+
+# (id, K, N, bits, group size (None: per axis), zero points, bias, input sizes)
+CASES = [
+    ("int4_vec4_g32_asym_bias_m1", 256, 13, 4, 32, True, True, (1, 256)),
+    ("int4_vec4_axis_m2", 128, 8, 4, None, False, False, (2, 128)),
+    ("int4_vec4_g64_m3", 192, 6, 4, 64, True, True, (3, 192)),
+    ("int4_vec4_g16_m4", 64, 11, 4, 16, False, True, (4, 64)),
+    ("int4_vec4_g256_long_k", 4096, 5, 4, 256, True, False, (1, 4096)),
+    ("int4_word_g24_k72_m1", 72, 9, 4, 24, True, True, (1, 72)),
+    ("int4_word_axis_odd_k45_m3", 45, 7, 4, None, False, True, (3, 45)),
+    ("int8_vec4_g32_m2", 96, 13, 8, 32, False, True, (2, 96)),
+    ("int8_vec4_g4_asym_m1", 64, 3, 8, 4, True, False, (1, 64)),
+    ("int8_vec4_g128_long_k", 2048, 6, 8, 128, True, True, (1, 2048)),
+    ("int8_word_axis_odd_k37_m4", 37, 13, 8, None, True, True, (4, 37)),
+    ("int8_word_g20_k40_rank3", 40, 5, 8, 20, False, False, (1, 1, 40)),
+    ("int4_vec4_g32_m6", 128, 10, 4, 32, True, True, (2, 3, 128)),
+    ("int8_word_axis_m9", 36, 7, 8, None, False, True, (9, 36)),
+]
+
+
+def fused(op_name, k, n, bits, group, asym, bias):
+    torch.manual_seed(k * 31 + n)
+    group = k if group is None else group
+    packed, scales, zeros = S.random_quantized_weight(n, k, bits, group, asym)
+    b = torch.randn(n) if bias else None
+    return S.FusedCall(getattr(torch.ops.et_vk, op_name).default, packed, scales, zeros, b, bits, group)
+
+
+def expected_shader(flow, k, bits, sg):
+    base = {"weight_only": "qlinear_rows", "dq8a_dot": "qlinear_dq8a_dot", "dq8a_plain": "qlinear_dq8a_rows"}[flow]
+    vec4 = k % (4 * 32 // bits) == 0
+    return base + f"_b{bits}" + ("_vec4" if vec4 else "") + ("_sg" if sg else "")
+
+
+def shaders_of(em):
+    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    return rt.Graph(blob).shaders()
+
+
+def set_env(monkeypatch, flow, sg):
+    if flow == "dq8a_plain":
+        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
+    if not sg:
+        monkeypatch.setenv("VKDELEGATE_NO_SUBGROUP_OPS", "1")
+
+
+@pytest.mark.parametrize("sg", [True, False], ids=["subgroup", "shared"])
+@pytest.mark.parametrize("flow", list(OPS))
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_rows_kernel_matches_reference(case, flow, sg, monkeypatch):
+    _, k, n, bits, group, asym, bias, sizes = case
+    set_env(monkeypatch, flow, sg)
+    module = fused(OPS[flow], k, n, bits, group, asym, bias)
+    x = torch.randn(sizes) * 2.0
+    em = lower(module, (x,))
+    shaders = shaders_of(em)
+    rows = x.numel() // k
+    if flow != "weight_only" or rows <= 4:
+        assert expected_shader(flow, k, bits, sg) in shaders, shaders
+    if flow != "weight_only":
+        assert ("qlinear_dq8a_quant_sg" if sg else "qlinear_dq8a_quant") in shaders, shaders
+    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("flow", list(OPS))
+@pytest.mark.parametrize("k, bits", [(256, 4), (45, 4), (96, 8), (37, 8)])
+def test_rows_change_between_executes(flow, k, bits, monkeypatch):
+    """One loaded program, rows 1..6: the weight-only op moves between the rows and the
+    tiled kernel, the dq8a scratch rows follow the current count."""
+    set_env(monkeypatch, flow, True)
+    module = fused(OPS[flow], k, 11, bits, None if k % 32 else 32, True, True)
+    rows = torch.export.Dim("rows", min=1, max=6)
+    em = lower(module, (torch.randn(6, k),), dynamic_shapes=({0: rows},))
+    program = Runtime.get().load_program(em.to_executorch().buffer)  # outlives its method
+    method = program.load_method("forward")
+    for m in (4, 1, 6, 3, 2, 5, 1):
+        x = torch.randn(m, k) * 3.0
+        with torch.no_grad():
+            torch.testing.assert_close(method.execute([x])[0], module(x), **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("size", ["16", "256"])
+@pytest.mark.parametrize("flow", ["weight_only", "dq8a_dot"])
+def test_local_size_from_env(size, flow, monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_QLINEAR_WG", size)
+    module = fused(OPS[flow], 4096, 9, 4, 32, True, True)
+    x = torch.randn(3, 4096)
+    out = run_pte(lower(module, (x,)).to_executorch().buffer, (x,))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
+
+
+def test_bad_local_size_is_an_error(monkeypatch):
+    monkeypatch.setenv("VKDELEGATE_QLINEAR_WG", "48")
+    module = fused("vkd_linear_qw", 64, 5, 4, 32, False, False)
+    em = lower(module, (torch.randn(1, 64),))
+    with pytest.raises(Exception, match="VKDELEGATE_QLINEAR_WG=48"):
+        shaders_of(em)
