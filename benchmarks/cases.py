@@ -83,6 +83,11 @@ MICRO = {
     # coopconv family: fp16 convolutions, a ResNet deep layer at batch 1 and odd channels and pixels.
     "conv3x3_fp16_256c_14_b1": (lambda: (ConvF16(256, 256, 3, padding=1).half(), (_f16(1, 256, 14, 14),)),
                                 "TFLOP/s", 2 * 256 * 256 * 9 * 14 * 14),
+    # ResNet-18's deepest 3x3 layers at batch 1 (few output tiles, long K).
+    "conv3x3_fp16_512c_7_b1": (lambda: (ConvF16(512, 512, 3, padding=1).half(), (_f16(1, 512, 7, 7),)),
+                               "TFLOP/s", 2 * 512 * 512 * 9 * 7 * 7),
+    "conv3x3_fp16_128c_28_b1": (lambda: (ConvF16(128, 128, 3, padding=1).half(), (_f16(1, 128, 28, 28),)),
+                                "TFLOP/s", 2 * 128 * 128 * 9 * 28 * 28),
     "conv3x3_fp16_odd_s2_b2": (lambda: (ConvF16(45, 83, 3, stride=2, padding=1).half(), (_f16(2, 45, 31, 29),)),
                                "TFLOP/s", 2 * 2 * 83 * 45 * 9 * 16 * 15),
     "conv1x1_fp16_1024to256_14_b1": (lambda: (ConvF16(1024, 256, 1).half(), (_f16(1, 1024, 14, 14),)),

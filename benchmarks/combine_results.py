@@ -2,7 +2,7 @@
 """Combines the results.json of several bundle runs (each under 64 MiB, e.g. the
 micro-benchmarks and small models, then the larger models) into
 benchmarks/results/latest.json and latest.md. Every row keeps the reference
-measured in its own run.
+measured in its own run; a case in a later run replaces its row from an earlier one.
 
     python benchmarks/combine_results.py RUN1/results.json RUN2/results.json
 """
@@ -22,7 +22,12 @@ def main():
     meta = dict(runs[0]["meta"])
     meta["command"] = "; ".join(run["meta"]["command"] for run in runs)
     meta["made_with"] = "; ".join(run["meta"]["made_with"] for run in runs if run["meta"].get("made_with"))
-    rows = [row for run in runs for row in run["rows"]]
+    # A case measured again in a later run replaces the earlier row (in its place).
+    by_name = {}
+    for run in runs:
+        for row in run["rows"]:
+            by_name[row["name"]] = row
+    rows = list(by_name.values())
     out = os.path.join(HERE, "results")
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)

@@ -58,7 +58,9 @@ def shaders_of(em):
 def set_env(monkeypatch, flow, sg):
     if flow == "dq8a_plain":
         monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
-    if not sg:
+    if sg:  # the subgroupAdd reduction is taken only when asked (slower on the H100)
+        monkeypatch.setenv("VKDELEGATE_QLINEAR_SUBGROUP", "1")
+    else:
         monkeypatch.setenv("VKDELEGATE_NO_SUBGROUP_OPS", "1")
 
 
@@ -116,3 +118,22 @@ def test_bad_local_size_is_an_error(monkeypatch):
     em = lower(module, (torch.randn(1, 64),))
     with pytest.raises(Exception, match="VKDELEGATE_QLINEAR_WG=48"):
         shaders_of(em)
+
+
+@pytest.mark.parametrize("flow", list(OPS))
+def test_default_rows_kernel_reduces_through_shared_memory(flow, monkeypatch):
+    """Without VKDELEGATE_QLINEAR_SUBGROUP the rows kernel is the shared-memory
+    reduction (faster on the H100), at 64 invocations; the dq8a quantize node keeps
+    its subgroup variant where the device has subgroup arithmetic."""
+    if flow == "dq8a_plain":
+        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
+    module = fused(OPS[flow], 4096, 8, 4, 32, False, False)
+    em = lower(module, (torch.randn(1, 4096),))
+    shaders = shaders_of(em)
+    assert expected_shader(flow, 4096, 4, False) in shaders, shaders
+    assert not any(s.startswith(("qlinear_rows", "qlinear_dq8a_dot", "qlinear_dq8a_rows")) and s.endswith("_sg")
+                   for s in shaders), shaders
+    x = torch.randn(1, 4096)
+    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])

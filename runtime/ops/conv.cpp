@@ -78,7 +78,7 @@ const GemmVariant* forced_gemm_variant(ComputeGraph& g) {
 // coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
 // float16 storage. Tiles (channels x pixels) and the local size of each variant:
 // l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
-// K), s 16 x 16 (8 warps, 8 slices of K) for the fewest tiles.
+// K), s 16 x 16 (8 warps, 8 slices of K; only when forced, see the split below).
 struct CoopVariant {
   const char* name;
   int64_t tile;  // BM = BN
@@ -91,13 +91,17 @@ constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 
 constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4, 128};
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
-// Split-K over workgroups (the _sk variants, then conv2d_splitk_reduce.glsl):
-// deep layers at batch 1 have few output tiles, each walking a long K in
-// dependent stages (ResNet-18's 512-channel 7x7 3x3 convs: 128 workgroups of
-// 36 stages, 53 us on the H100). Slices until about kCoopSplitTargetGroups
-// workgroups (a wave of 256-invocation workgroups on a large GPU), each slice
-// at least kCoopSplitMinStages stages, at most kCoopSplitMaxSplits slices.
-constexpr int64_t kCoopSplitTargetGroups = 1024;
+// Split-K over workgroups (the _sk variants, then conv2d_splitk_reduce.glsl) for
+// layers with fewer than kCoopMFromTiles tiles of m (deep layers at batch 1): m
+// tiles, K cut into slices until about kCoopSplitTargetGroups workgroups, each
+// slice at least kCoopSplitMinStages stages, at most kCoopSplitMaxSplits slices.
+// H100, 2026-11-23, GPU us, 3x3 fp16 batch 1 (tile and slices forced):
+//   512c 7x7:   s 57.3 (the old choice), s2 37.9, s4 41.0; m1 123.7, m4 41.3, m8 27.2, m16 31.0; l16 38.0
+//   256c 14x14: s 35.1 (old), s2 41.7; m1 63.3, m2 38.9, m4 26.4, m8 28.4, m16 27.0; l8 37.3
+//   128c 28x28: s 37.2 (old), s2 37.7; m1 35.0, m2 26.6, m4 27.7, m8 25.3; l4 38.8
+// (s split to about 1024 workgroups made ResNet-18 fp16 slower: 627 vs 591 us.)
+// s stays for VKDELEGATE_COOPCONV_TILE=s.
+constexpr int64_t kCoopSplitTargetGroups = 256;
 constexpr int64_t kCoopSplitMinStages = 4;
 constexpr int64_t kCoopSplitMaxSplits = 16;
 
@@ -147,8 +151,9 @@ std::string coop_conv_base(ComputeGraph& g) { return coopmat_f16_base(g, "conv2d
 int64_t coop_conv_splits(ComputeGraph& g, const CoopVariant& v, int64_t tiles, int64_t K, int64_t outputs,
                          int64_t z_groups) {
   const int64_t stages = (K + v.kc - 1) / v.kc;
-  int64_t splits = std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles, stages / kCoopSplitMinStages,
-                             kCoopSplitMaxSplits});
+  int64_t splits = tiles >= kCoopMFromTiles ? 1
+                                            : std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles,
+                                                        stages / kCoopSplitMinStages, kCoopSplitMaxSplits});
   if (const char* f = std::getenv("VKDELEGATE_COOPCONV_SPLITK"); f != nullptr && *f != 0) {
     char* end = nullptr;
     splits = std::strtol(f, &end, 10);
@@ -298,9 +303,8 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
         return x.sizes[0] * groups * ((npix + v.tile - 1) / v.tile) * ((ocpg + v.tile - 1) / v.tile);
       };
       const uint32_t smem = g.context().info().max_shared_memory;
-      coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL
-             : tiles(kCoopM) >= kCoopMFromTiles                              ? &kCoopM
-                                                                             : &kCoopS;
+      // l where its tiles fill the GPU, else m (split over K where its tiles are few).
+      coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL : &kCoopM;
       // VKDELEGATE_COOPCONV_TILE=l|m|s forces a variant (tests, benchmarks).
       if (const char* force = std::getenv("VKDELEGATE_COOPCONV_TILE")) {
         for (const CoopVariant* v : {&kCoopL, &kCoopM, &kCoopS}) {

@@ -39,14 +39,15 @@ constexpr int64_t kCols = 4;
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
 
-// The rows kernels' local size: 128 where K has at least 128 chunks (a 4096-wide
-// int4 row: each invocation loads its 4 columns' chunks at once and the N / 4
-// workgroups put the whole weight in flight), else 64; at least one subgroup.
+// The rows kernels' local size: 64, at least one subgroup. H100, 2026-11-23, int4
+// 4096x4096 M=1, GPU us (shared-memory reduction / subgroupAdd): 32: 16.7 / 20.4,
+// 64: 15.0 / 18.4, 128: 15.6 / 21.8, 256: - / 29.9 (PyTorch's fp16 linear: 41.5;
+// the kernel before: 62). So the shared-memory reduction too (rows_shader below).
 // VKDELEGATE_QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
 // A power of two for the shared-memory reduction.
-LocalSize rows_local(ComputeGraph& g, int64_t chunks) {
+LocalSize rows_local(ComputeGraph& g, int64_t /*chunks*/) {
   const DeviceInfo& info = g.context().info();
-  uint32_t size = chunks >= 128 ? 128 : 64;
+  uint32_t size = 64;
   while (size < info.subgroup_size && size < info.max_workgroup_invocations) size *= 2;
   if (const char* env = std::getenv("VKDELEGATE_QLINEAR_WG"); env != nullptr && *env != 0) {
     char* end = nullptr;
@@ -134,8 +135,13 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
   const bool vec4 = K % (4 * per) == 0;
   const int64_t chunk_values = (vec4 ? 4 : 1) * per;
   const int32_t chunk_in_one_group = group_size % chunk_values == 0 || group_size == K;
-  const std::string rows_shader = subgroup_variant(
-      g, (dq8a ? dq8a_base(g) : std::string("qlinear_rows")) + (bits == 4 ? "_b4" : "_b8") + (vec4 ? "_vec4" : ""));
+  // The subgroupAdd reduction (_sg) measured slower on the H100 (rows_local): only with
+  // VKDELEGATE_QLINEAR_SUBGROUP=1, to compare.
+  const std::string rows_base =
+      (dq8a ? dq8a_base(g) : std::string("qlinear_rows")) + (bits == 4 ? "_b4" : "_b8") + (vec4 ? "_vec4" : "");
+  const char* sg_env = std::getenv("VKDELEGATE_QLINEAR_SUBGROUP");
+  const bool sg = sg_env != nullptr && *sg_env != 0 && std::strcmp(sg_env, "0") != 0;
+  const std::string rows_shader = sg ? subgroup_variant(g, rows_base) : rows_base;
   // dq8a: x quantized once per row into a scratch tensor (qlinear_dq8a_quant.glsl's layout).
   const int64_t row_ints = (words_for(K, bits) * (bits == 4 ? 2 : 1) + 3) / 4 * 4;
   const int64_t xq_stride = 4 + row_ints;
