@@ -137,11 +137,6 @@ constexpr int64_t kTiledConvMinGroupsK = 512;
 constexpr int64_t kTiledConvMinChannels = 32;
 constexpr int64_t kTiledConvMinK = 64;
 
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
-}
-
 // "conv2d_coop", "conv2d_coop_emu" or "" (op_utils.h: coopmat_f16_base).
 std::string coop_conv_base(ComputeGraph& g) { return coopmat_f16_base(g, "conv2d_coop"); }
 

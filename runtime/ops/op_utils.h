@@ -29,6 +29,10 @@ std::string variant(ComputeGraph& g, const std::string& base, int id);
 // The same choice for a shader without dtype variants: NAME_sg or NAME.
 std::string subgroup_variant(ComputeGraph& g, const std::string& name);
 
+// Whether environment variable `name` is set to something other than "" or "0"
+// (the VKDELEGATE_* switches).
+bool env_on(const char* name);
+
 // Cooperative-matrix kernels (coopconv, coopmm): `base` on a device with 16x16x16
 // f16->f32 subgroup matrices and subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns
 // them off), `base`_emu (the twin with loops instead of matrices, any device)

@@ -45,7 +45,7 @@ constexpr int64_t kTile = 32;
 // the kernel before: 62). So the shared-memory reduction too (rows_shader below).
 // VKDELEGATE_QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
 // A power of two for the shared-memory reduction.
-LocalSize rows_local(ComputeGraph& g, int64_t /*chunks*/) {
+LocalSize rows_local(ComputeGraph& g) {
   const DeviceInfo& info = g.context().info();
   uint32_t size = 64;
   while (size < info.subgroup_size && size < info.max_workgroup_invocations) size *= 2;
@@ -74,9 +74,7 @@ LocalSize quantize_local(ComputeGraph& g, int64_t K) {
 // shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
 // is set (to compare, or to test the plain integer kernel on such a device).
 std::string dq8a_base(ComputeGraph& g) {
-  const char* off = std::getenv("VKDELEGATE_NO_INTEGER_DOT");
-  const bool disabled = off != nullptr && *off != 0 && std::strcmp(off, "0") != 0;
-  if (!disabled && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot_b4") != nullptr) {
+  if (!env_on("VKDELEGATE_NO_INTEGER_DOT") && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot_b4") != nullptr) {
     return "qlinear_dq8a_dot";
   }
   return "qlinear_dq8a_rows";
@@ -139,9 +137,7 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
   // VKDELEGATE_QLINEAR_SUBGROUP=1, to compare.
   const std::string rows_base =
       (dq8a ? dq8a_base(g) : std::string("qlinear_rows")) + (bits == 4 ? "_b4" : "_b8") + (vec4 ? "_vec4" : "");
-  const char* sg_env = std::getenv("VKDELEGATE_QLINEAR_SUBGROUP");
-  const bool sg = sg_env != nullptr && *sg_env != 0 && std::strcmp(sg_env, "0") != 0;
-  const std::string rows_shader = sg ? subgroup_variant(g, rows_base) : rows_base;
+  const std::string rows_shader = env_on("VKDELEGATE_QLINEAR_SUBGROUP") ? subgroup_variant(g, rows_base) : rows_base;
   // dq8a: x quantized once per row into a scratch tensor (qlinear_dq8a_quant.glsl's layout).
   const int64_t row_ints = (words_for(K, bits) * (bits == 4 ? 2 : 1) + 3) / 4 * 4;
   const int64_t xq_stride = 4 + row_ints;
@@ -187,7 +183,7 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
     }
   };
-  const LocalSize local = rows_local(g, words_per_row / (vec4 ? 4 : 1));
+  const LocalSize local = rows_local(g);
   if (dq8a) {
     g.add_node(g.current_op(), subgroup_variant(g, "qlinear_dq8a_quant"), quantize_local(g, K), {xq, x},
                [=](ComputeGraph& g, Node& node) {
