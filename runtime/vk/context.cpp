@@ -405,6 +405,7 @@ void Context::create() {
                               coopmat2.cooperativeMatrixTensorAddressing &&
                               coopmat2.cooperativeMatrixPerElementOperations;
   info_.pipeline_statistics = want_statistics && executable_props.pipelineExecutableInfo;
+  info_.pipeline_internal_representations = info_.pipeline_statistics && env_flag("VKDELEGATE_PIPELINE_IR");
 
   // One compute queue.
   n = 0;

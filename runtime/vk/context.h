@@ -61,6 +61,9 @@ struct DeviceInfo {
   // (the runner's --pipeline-stats): the driver's statistics of each compiled kernel
   // (registers, spills, shared memory, ...), recorded in Pipeline::statistics.
   bool pipeline_statistics = false;
+  // With VKDELEGATE_PIPELINE_IR=1 as well (the runner's --pipeline-ir): the driver's
+  // internal representations too, in Pipeline::internal_representations.
+  bool pipeline_internal_representations = false;
   // Subgroup-scope cooperative matrix shapes the device offers, "MxNxK A->C"
   // with component types as in GLSL (e.g. "16x16x16 f16->f32").
   std::vector<std::string> cooperative_matrix_shapes;

@@ -1,7 +1,6 @@
 #include "pipeline.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -219,8 +218,7 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   ci.stage.pSpecializationInfo = &spec;
   ci.layout = p->layout;
   const bool statistics = ctx_.info().pipeline_statistics;
-  const char* ir_env = std::getenv("VKDELEGATE_PIPELINE_IR");
-  const bool ir = statistics && ir_env != nullptr && *ir_env != 0 && std::strcmp(ir_env, "0") != 0;
+  const bool ir = ctx_.info().pipeline_internal_representations;
   if (statistics) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   if (ir) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p->handle);

@@ -46,8 +46,8 @@ struct Pipeline {
   // The driver's statistics of the compiled kernel ("name: value", e.g. registers,
   // spills, shared memory), where DeviceInfo::pipeline_statistics; else empty.
   std::vector<std::string> statistics;
-  // With VKDELEGATE_PIPELINE_IR=1 as well: the driver's internal representations
-  // of the kernel (name, text), where it gives any.
+  // The driver's internal representations of the kernel (name, text), where
+  // DeviceInfo::pipeline_internal_representations and the driver gives any.
   std::vector<std::pair<std::string, std::string>> internal_representations;
 };
 
