@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
+# Phase times, printed at the end (CI shows them, so a slower setup shows itself).
+PHASES=""
+phase_start=$SECONDS
+phase_done() { PHASES="$PHASES $1 $((SECONDS - phase_start))s,"; phase_start=$SECONDS; }
+
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
@@ -22,6 +27,7 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+phase_done "debian-packages"
 
 pip_install() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 # torch first, and the CPU build: otherwise executorch pulls several GB of CUDA packages.
@@ -33,7 +39,8 @@ if ! "$PYTHON" -c "import executorch.version as v, sys; sys.exit(not v.__version
   echo "[setup] installing executorch 1.5.1"
   pip_install executorch==1.5.1
 fi
-pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest gguf
+pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest pytest-xdist gguf
+phase_done "python-packages"
 
 # A glslc that compiles cooperative-matrix and integer-dot shaders (setup.py picks .glslc/).
 if glslc="$(bash scripts/fetch_glslc.sh)"; then
@@ -42,8 +49,11 @@ else
   echo "[setup] no glslc with cooperative-matrix and integer-dot support: those kernels are left out"
 fi
 
+phase_done "glslc"
+
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
+phase_done "build"
 "$PYTHON" - <<'PY'
 import vkdelegate.runtime as rt
 if rt.is_available():
@@ -51,3 +61,4 @@ if rt.is_available():
 else:
     print(f"[setup] built, but no Vulkan device is usable: {rt.unavailable_reason()}")
 PY
+echo "[setup] phase times:${PHASES%,}"

@@ -1,11 +1,7 @@
 """The registry's entries, their samples, and that the samples are what the partitioner delegates."""
 
-import os
-
-import pytest
 import torch
-from lowering import delegate_count, lower, lowered_modules, non_delegated_ops
-from op_cases import all_cases, case_ids
+from op_cases import all_cases
 
 from vkdelegate.op_registry import REGISTRY, lookup, registered_op_names
 
@@ -60,23 +56,5 @@ def test_lookup_gives_reasons():
     assert entry.name == "relu" and reason is None
 
 
-def _cases_to_lower():
-    """Every case with VKDELEGATE_ALL_SAMPLES=1 (minutes); else each entry's first case."""
-    cases = all_cases()
-    if os.environ.get("VKDELEGATE_ALL_SAMPLES") == "1":
-        return cases
-    firsts = {}
-    for case in cases:
-        firsts.setdefault(case[0], case)
-    return list(firsts.values())
-
-
-@pytest.mark.parametrize("entry_name, case_id, module, inputs", _cases_to_lower(), ids=case_ids(_cases_to_lower()))
-def test_sample_is_fully_delegated(entry_name, case_id, module, inputs):
-    edge = lower(module, inputs)
-    assert delegate_count(edge) == 1
-    assert non_delegated_ops(edge) == []
-    entry = next(entry for entry in REGISTRY if entry.name == entry_name)
-    (delegated,) = lowered_modules(edge)
-    targets = {node.target for node in delegated.original_module.graph.nodes if node.op == "call_function"}
-    assert targets & set(entry.targets), f"no {entry.name} op among the delegated {targets}"
+# That every sample lowers to one delegate with no CPU op, and that the entry's own op is
+# among the delegated ones: tests/test_ops.py (test_op_matches_eager, test_entry_op_is_delegated).

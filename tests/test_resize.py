@@ -1,18 +1,22 @@
 """Every op resizes: each registry sample is exported with automatic dynamic
 dims, lowered once, then run with every dynamic size made smaller, and compared
-with eager PyTorch on the same smaller inputs (no rebuild in between)."""
+with eager PyTorch on the same smaller inputs (no rebuild in between), then run
+again at the export-time sizes.
+
+The samples of an entry are lowered and run as batches (tests/op_batches.py: one
+program per batch, each sample its own subgraph and its own dynamic dims); a sample
+its batch cannot vouch for is lowered and run alone."""
 import inspect
 
 import pytest
 import torch
 from torch.export import Dim
 
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower
-from op_cases import all_cases, case_ids
-from executorch.runtime import Runtime
+from helpers import TOLERANCES, cpu_ops, delegate_calls, load_method, lower
+from op_batches import Batches, run_batch
+from op_cases import all_cases
 from vkdelegate.op_registry import REGISTRY
 
-CASES = all_cases()
 ENTRIES = {entry.name: entry for entry in REGISTRY}
 
 
@@ -38,41 +42,84 @@ def _smaller_inputs(ep, inputs):
     return smaller
 
 
-@pytest.mark.parametrize("entry_name, case_id, module, inputs", CASES, ids=case_ids(CASES))
-def test_op_resizes(entry_name, case_id, module, inputs):
-    entry = ENTRIES[entry_name]
-    if not entry.supports_resize:
-        pytest.skip(f"{entry_name}: registry says no resize ({entry.notes})")
-    # Upper bound: the export-time size (the delegate allocates at it).
-    shapes = tuple({d: Dim.AUTO(max=max(int(x.shape[d]), 2)) for d in range(x.dim())}
-                   if isinstance(x, torch.Tensor) else None for x in inputs)
+def _spec(module, specs):
+    """The dynamic-shapes argument of export for module's forward."""
     params = inspect.signature(module.forward).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        shapes = (shapes,)  # forward(*inputs) takes one nested spec
+        return (specs,)  # forward(*inputs) takes one nested spec
+    return specs
+
+
+def _prepare(entry_name, module, inputs):
+    """(per-input dynamic dims, smaller inputs) for a sample, or why it cannot be tested."""
+    entry = ENTRIES[entry_name]
+    if not entry.supports_resize:
+        return f"{entry_name}: registry says no resize ({entry.notes})"
+    # Upper bound: the export-time size (the delegate allocates at it).
+    specs = tuple({d: Dim.AUTO(max=max(int(x.shape[d]), 2)) for d in range(x.dim())}
+                  if isinstance(x, torch.Tensor) else None for x in inputs)
     try:
-        ep = torch.export.export(module.eval(), tuple(inputs), dynamic_shapes=shapes)
+        ep = torch.export.export(module.eval(), tuple(inputs), dynamic_shapes=_spec(module, specs))
     except Exception as e:  # export itself cannot make this sample dynamic
-        pytest.skip(f"export with dynamic dims failed: {type(e).__name__}")
+        return f"export with dynamic dims failed: {type(e).__name__}"
     smaller = _smaller_inputs(ep, inputs)
     if smaller is None:
-        pytest.skip("export found no dynamic dim in this sample")
-    em = lower(module, inputs, dynamic_shapes=shapes)
-    if cpu_ops(em) or len(delegate_calls(em)) != 1:
-        pytest.skip("with dynamic dims this sample is not one delegate (symbolic arguments stay on CPU)")
-    pte = em.to_executorch().buffer
-    program = Runtime.get().load_program(pte)
-    method = program.load_method("forward")
-    kind = TOLERANCES[entry.kind]
+        return "export found no dynamic dim in this sample"
     try:
         with torch.no_grad():
             module(*smaller)
     except Exception as e:  # shrinking symbols one by one broke a relation between inputs
-        pytest.skip(f"eager PyTorch rejects the smaller inputs too: {type(e).__name__}")
-    for run_inputs in (smaller, list(inputs)):  # smaller first, then back to the export-time sizes
-        outs = method.execute(run_inputs)
+        return f"eager PyTorch rejects the smaller inputs too: {type(e).__name__}"
+    return specs, smaller
+
+
+def _batch(cases):
+    prepared, skipped = {}, {}
+    for entry_name, case_id, module, inputs in cases:
+        p = _prepare(entry_name, module, inputs)
+        (skipped if isinstance(p, str) else prepared)[case_id] = p
+    eligible = [(case_id, module, inputs) for _, case_id, module, inputs in cases if case_id in prepared]
+    result = run_batch(eligible, runs=(lambda case_id: prepared[case_id][1], lambda case_id: None),
+                       dynamic_shapes={case_id: p[0] for case_id, p in prepared.items()})
+    result.skipped = skipped
+    result.smaller = {case_id: p[1] for case_id, p in prepared.items()}
+    return result
+
+
+RESIZE = Batches("resize", _batch)
+_BY_ENTRY = {}
+for _case in all_cases():
+    _BY_ENTRY.setdefault(_case[0], []).append(_case)
+for _name, _cases in _BY_ENTRY.items():
+    RESIZE.add(_name, _cases)
+
+
+def _alone(module, inputs, specs, smaller):
+    """The smaller and the export-time run of the sample lowered alone."""
+    em = lower(module, inputs, dynamic_shapes=_spec(module, specs))
+    if cpu_ops(em) or len(delegate_calls(em)) != 1:
+        pytest.skip("with dynamic dims this sample is not one delegate (symbolic arguments stay on CPU)")
+    method = load_method(em.to_executorch().buffer)
+    return [method.execute(run_inputs) for run_inputs in (smaller, list(inputs))]
+
+
+@pytest.mark.parametrize("entry_name, case_id, module, inputs", RESIZE.params())
+def test_op_resizes(entry_name, case_id, module, inputs):
+    result = RESIZE.result(entry_name, case_id)
+    if case_id in result.skipped:
+        pytest.skip(result.skipped[case_id])
+    smaller = result.smaller[case_id]
+    if case_id in result.outputs:
+        runs = result.outputs[case_id]
+    else:
+        specs, _ = _prepare(entry_name, module, inputs)
+        runs = _alone(module, inputs, specs, smaller)
+    kind = TOLERANCES[ENTRIES[entry_name].kind]
+    for run_inputs, outs in zip((smaller, list(inputs)), runs):  # smaller first, then back to full size
         with torch.no_grad():
             ref = module(*run_inputs)
         refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+        assert len(outs) == len(refs)
         for out, r in zip(outs, refs):
             assert out.shape == r.shape
             torch.testing.assert_close(out, r, **kind, equal_nan=True)
