@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import torch
-from helpers import cpu_ops, delegate_calls, load_method, lower, relative_error, run_pte
+from helpers import cpu_ops, delegate_blob, delegate_calls, load_method, lower, relative_error, run_pte
 from torch import nn
 from vkdelegate.op_registry import _ConvClamp
 
@@ -83,18 +83,13 @@ SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwi
                "conv1d", "residual_no_bound_no_bias", "stride2_dilation2_asym_no_bias"]
 
 
-def _blob(module, inputs):
-    """The delegate's blob of `module` lowered on `inputs`."""
-    return lower(module, inputs).exported_program().graph_module.lowered_module_0.processed_bytes
-
-
 def _shaders(name, monkeypatch, env):
     import vkdelegate.runtime as rt
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     module = CASES[name][0]().eval().half()
-    return rt.Graph(_blob(module, tuple(x.half() for x in CASES[name][1]()))).shaders()
+    return rt.Graph(delegate_blob(lower(module, tuple(x.half() for x in CASES[name][1]())))).shaders()
 
 
 @pytest.mark.parametrize("splits", ["2", "3", "16"])
@@ -124,9 +119,9 @@ def test_split_k_is_the_default_for_few_tiles_and_long_k(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     deep = nn.Conv2d(128, 32, 3, padding=1).eval().half()  # 4 tiles of s; K = 1152: 9 stages
     x = _x(1, 128, 5, 5).half()
-    assert "conv2d_splitk_reduce_f16" in rt.Graph(_blob(deep, (x,))).shaders()
+    assert "conv2d_splitk_reduce_f16" in rt.Graph(delegate_blob(lower(deep, (x,)))).shaders()
     wide = nn.Conv2d(8, 64, 1).eval().half()  # K = 8: one stage
-    assert "conv2d_splitk_reduce_f16" not in rt.Graph(_blob(wide, (_x(1, 8, 40, 40).half(),))).shaders()
+    assert "conv2d_splitk_reduce_f16" not in rt.Graph(delegate_blob(lower(wide, (_x(1, 8, 40, 40).half(),)))).shaders()
 
 
 def test_split_k_resizes_in_one_loaded_program(monkeypatch):
@@ -155,6 +150,6 @@ def test_split_k_bad_setting_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "many")
     module = nn.Conv2d(64, 32, 3, padding=1).eval().half()
-    blob = _blob(module, (_x(1, 64, 5, 5).half(),))
+    blob = delegate_blob(lower(module, (_x(1, 64, 5, 5).half(),)))
     with pytest.raises(Exception, match="VKDELEGATE_COOPCONV_SPLITK=many"):
         rt.Graph(blob)

@@ -4,7 +4,7 @@ import os
 
 import pytest
 import torch
-from lowering import delegate_count, lower, lowered_modules, non_delegated_ops
+from helpers import delegate_count, lower, lowered_modules, non_delegated_ops
 from op_cases import all_cases, case_ids
 
 from vkdelegate.op_registry import REGISTRY, lookup, registered_op_names

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 import vkdelegate.runtime as rt
-from helpers import cpu_ops, delegate_calls, lower, run_pte
+from helpers import cpu_ops, delegate_blob, delegate_calls, lower, run_pte
 from vkdelegate.op_registry import _ConvClamp
 
 inf = float("inf")
@@ -67,7 +67,7 @@ CASES = {
 def _graph(module, inputs):
     em = lower(module.eval(), inputs)
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return em, rt.Graph(blob)
 
 
@@ -193,6 +193,6 @@ def test_bad_forced_variant_is_an_error(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_TILED_CONV", "c99")
     module, inputs = CASES["pointwise_pad0_batch3"][0]().eval(), CASES["pointwise_pad0_batch3"][1]()
     em = lower(module, inputs)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     with pytest.raises(Exception, match="VKDELEGATE_TILED_CONV=c99"):
         rt.Graph(blob)
