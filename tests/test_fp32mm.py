@@ -2,7 +2,7 @@
 configuration the host can pick (forced with VKDELEGATE_TILED_MM), on shapes that hit
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or
-in k (linear). The op samples in op_registry.py cover the default selection.
+in k (linear). The op samples (op_samples.py) cover the default selection.
 Split-K (VKDELEGATE_MM_SPLITK=n: slices of K into a scratch, then
 matmul_splitk_reduce.glsl): slice counts that do not divide K, K below the slice
 count, bmm, linear with bias on 3-D inputs, addmm's alpha/beta, infinities; each

@@ -11,7 +11,7 @@ import torch
 import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
 from helpers import TOLERANCES, delegate_blob, lower, run_pte
-from vkdelegate.quant import torchao_samples as S
+import torchao_samples as S
 
 pytest.importorskip("torchao")
 
