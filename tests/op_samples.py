@@ -27,6 +27,10 @@ def _cases(flows) -> List[SampleCase]:
     return [SampleCase(case_id, module, inputs) for case_id, _, module, inputs in flows]
 
 
+def _fused_op_cases(op_name: str) -> List[SampleCase]:
+    return [SampleCase(*case) for case in torchao_samples.fused_op_cases(op_name)]
+
+
 class _Call(torch.nn.Module):
     """A function of the inputs as a module, so that it can be exported."""
 
@@ -1395,11 +1399,12 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "vkd_q8ta_conv2d": _q8_conv2d_samples,
     "vkd_q8ta_linear": _q8_linear_samples,
     "vkd_q8ta_add": _q8_add_samples,
-    "torchao_dequantize_affine": lambda: _cases(torchao_samples.linear_flows(False)) + _cases(torchao_samples.embedding_flows()),
+    "torchao_dequantize_affine": lambda: (_cases(torchao_samples.linear_flows(False))
+                                          + _cases(torchao_samples.embedding_flows())),
     "torchao_quantize_affine": lambda: _cases(torchao_samples.linear_flows(True))[:4],
     "torchao_choose_qparams_affine": lambda: _cases(torchao_samples.linear_flows(True))[4:],
-    "vkd_linear_qw": lambda: [SampleCase(*case) for case in torchao_samples.fused_op_cases("vkd_linear_qw")],
-    "vkd_linear_dq8a_qw": lambda: [SampleCase(*case) for case in torchao_samples.fused_op_cases("vkd_linear_dq8a_qw")],
-    "vkd_embedding_qw": lambda: [SampleCase(*case) for case in torchao_samples.fused_op_cases("vkd_embedding_qw")],
+    "vkd_linear_qw": lambda: _fused_op_cases("vkd_linear_qw"),
+    "vkd_linear_dq8a_qw": lambda: _fused_op_cases("vkd_linear_dq8a_qw"),
+    "vkd_embedding_qw": lambda: _fused_op_cases("vkd_embedding_qw"),
     "linear_gguf": _linear_gguf_samples,
 }
