@@ -18,7 +18,7 @@ from torch.export.graph_signature import InputKind
 from torch.fx import Graph, Node
 
 from ..fx_nodes import arg, fake_tensor, op_name
-from ..op_registry import conv2d_clamp_op
+from ..quant.library import conv2d_clamp
 
 _CONV = "aten.convolution.default"
 _BATCH_NORM = "aten._native_batch_norm_legit_no_training.default"
@@ -134,7 +134,7 @@ def _fuse_activation(graph: Graph, conv: Node) -> None:
     last = act or add
     names = ("input", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups")
     with graph.inserting_before(last):
-        fused = graph.call_function(conv2d_clamp_op(),
+        fused = graph.call_function(conv2d_clamp.default,
                                     tuple(arg(conv, name) for name in names) + bounds + (residual,))
     fused.meta = dict(last.meta)
     last.replace_all_uses_with(fused)

@@ -51,11 +51,11 @@ def lower(module, inputs, options=None):
 def _quantized_factory(name):
     """The QUANT case's float module quantized with torchao, as make_bundle lowers it."""
     def factory():
-        from vkdelegate.quant import torchao_samples as S
+        from vkdelegate.quant.torchao_configs import dynamic_activation_config, quantized, weight_only_config
         make, flow, bits, group_size, _, _ = QUANT[name]
         module, inputs = make()
-        config = (S.weight_only_config if flow == "weight_only" else S.dynamic_activation_config)(bits, group_size)
-        return S.quantized(module, config), inputs
+        config = (weight_only_config if flow == "weight_only" else dynamic_activation_config)(bits, group_size)
+        return quantized(module, config), inputs
     return factory
 
 

@@ -40,3 +40,24 @@ def define(schema: str, reference: Callable, fake: Callable = None):
 def defined_ops():
     """Names (`et_vk.vkd_...`) of the ops defined so far."""
     return sorted(f"{NAMESPACE}.{name}" for name in _DEFINED)
+
+
+# ----------------------------------------------------------------------------
+# Ops outside the quantized flows
+
+
+def _conv2d_clamp_reference(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                            min, max, residual=None):
+    out = torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    if residual is not None:
+        out = out + residual
+    return torch.clamp(out, min, max)
+
+
+# A convolution, plus an optional residual of the output's sizes, then clamp to [min, max]
+# (inf for no bound); backends/fuse_conv.py makes it from conv [+ add] + relu / hardtanh / clamp.
+conv2d_clamp = define(
+    "vkd_conv2d_clamp(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+    "int[] dilation, bool transposed, int[] output_padding, int groups, float min, float max, "
+    "Tensor? residual=None) -> Tensor",
+    _conv2d_clamp_reference)

@@ -1,9 +1,13 @@
-"""Lowering and running helpers shared by the tests."""
+"""Helpers shared by the tests: lower a module, look at what came out, run it."""
+from typing import List
+
 import torch
-from executorch.exir import to_edge_transform_and_lower
+from executorch.exir import EdgeProgramManager, to_edge_transform_and_lower
+from executorch.exir.lowered_backend_module import LoweredBackendModule
 from executorch.runtime import Runtime
 
 import vkdelegate.runtime  # noqa: F401  (registers the backend)
+from vkdelegate.fx_nodes import op_name
 from vkdelegate.partitioner import VulkanPartitioner
 
 # Tolerances against eager PyTorch, per kind of op; written once here.
@@ -26,10 +30,26 @@ TOLERANCES = {
 }
 
 
-def lower(module, inputs, options=None, dynamic_shapes=None):
-    """torch.export + to_edge_transform_and_lower with our partitioner."""
-    ep = torch.export.export(module.eval(), tuple(inputs), dynamic_shapes=dynamic_shapes)
-    return to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner(options)])
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def lower(module: torch.nn.Module, inputs, options=None, dynamic_shapes=None, partitioner=None) -> EdgeProgramManager:
+    """torch.export + to_edge_transform_and_lower with VulkanPartitioner(options), or with `partitioner`."""
+    if partitioner is not None and options is not None:
+        raise ValueError("give options or a partitioner, not both")
+    # Exported programs (torch.export's .module(), convert_pt2e's result) refuse eval(): their mode
+    # was fixed when they were exported.
+    if not isinstance(module, torch.fx.GraphModule):
+        module = module.eval()
+    program = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic_shapes)
+    return to_edge_transform_and_lower(program, partitioner=[partitioner or VulkanPartitioner(options)])
 
 
 def to_pte(module, inputs, options=None):
@@ -42,12 +62,39 @@ def delegate_calls(edge_manager):
             and getattr(n.target, "__name__", "") == "executorch_call_delegate"]
 
 
+def delegate_count(edge_manager) -> int:
+    return len(delegate_calls(edge_manager))
+
+
+def lowered_modules(edge_manager) -> List[LoweredBackendModule]:
+    graph_module = edge_manager.exported_program().graph_module
+    return [child for _, child in graph_module.named_children() if isinstance(child, LoweredBackendModule)]
+
+
+def delegate_blob(edge_manager, backend_id: str = "VkDelegateBackend") -> bytes:
+    """The blob of the program's one delegate (of backend_id)."""
+    (module,) = lowered_modules(edge_manager)
+    assert module.backend_id == backend_id
+    return module.processed_bytes
+
+
 def cpu_ops(edge_manager):
     """Names of the compute ops that stayed outside any delegate."""
     gm = edge_manager.exported_program().graph_module
     skip = ("executorch_call_delegate", "getitem")
     return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"
             and getattr(n.target, "__name__", "") not in skip]
+
+
+def non_delegated_ops(edge_manager) -> List[str]:
+    """Op names ("aten.cumsum.default") of the call_function nodes left on CPU (getitem excluded)."""
+    return [
+        op_name(node.target)
+        for node in edge_manager.exported_program().graph.nodes
+        if node.op == "call_function"
+        and node.target is not torch.ops.higher_order.executorch_call_delegate
+        and getattr(node.target, "__name__", "") != "getitem"
+    ]
 
 
 def load_method(pte: bytes):

@@ -6,6 +6,7 @@
 from typing import List, Tuple
 
 import torch
+from op_samples import SAMPLES
 
 from vkdelegate.op_registry import REGISTRY
 
@@ -14,7 +15,8 @@ OpCase = Tuple[str, str, torch.nn.Module, Tuple[torch.Tensor, ...]]
 
 def all_cases() -> List[OpCase]:
     """(entry name, case id, module, example inputs) for every sample of every registry entry."""
-    return [(entry.name, case.case_id, case.module, case.inputs) for entry in REGISTRY for case in entry.samples()]
+    return [(entry.name, case.case_id, case.module, case.inputs) for entry in REGISTRY
+            for case in SAMPLES[entry.name]()]
 
 
 def case_ids(cases: List[OpCase]) -> List[str]:

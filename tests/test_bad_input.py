@@ -8,7 +8,7 @@ import torch
 
 import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
-from helpers import load_method, lower
+from helpers import delegate_blob, load_method, lower
 
 HEADER = 48
 
@@ -17,7 +17,7 @@ HEADER = 48
 def mlp_blob_and_pte():
     m = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3)).eval()
     em = lower(m, (torch.randn(2, 6),))
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return m, blob, em.to_executorch().buffer
 
 
@@ -104,7 +104,7 @@ def test_int64_beyond_int32_is_an_error():
 
     x = torch.tensor([[1, 2, 3]], dtype=torch.int64)
     em = lower(AddInts(), (x, x.clone()))
-    g = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes)
+    g = rt.Graph(delegate_blob(em))
     (out,) = g.run([np.array([[1, 2, 3]]), np.array([[4, 5, -6]])])
     assert out.dtype == np.int64 and out.tolist() == [[5, 7, -3]]
     with pytest.raises(ValueError, match="does not fit"):

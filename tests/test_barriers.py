@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower
-from lowering import only_blob
+from helpers import TOLERANCES, delegate_blob, lower
 from vkdelegate.examples.models.transformer import TransformerBlock
 
 
@@ -41,7 +40,7 @@ class Inception(torch.nn.Module):
 
 
 def graph_of(module, inputs, **kw):
-    return rt._vkdelegate.Graph(only_blob(lower(module, inputs, **kw)))
+    return rt._vkdelegate.Graph(delegate_blob(lower(module, inputs, **kw)))
 
 
 def check_branches(outs, x):

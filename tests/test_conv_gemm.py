@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower, run_pte
+from helpers import TOLERANCES, delegate_blob, lower, run_pte
 
 
 class Conv(torch.nn.Module):
@@ -42,7 +42,7 @@ def test_gemm_variants(case, monkeypatch):
     module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
     x = torch.randn(shape) * 2
     em = lower(module, (x,))
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     shaders = rt.Graph(blob).shaders()
     assert variant in shaders, shaders
     out = run_pte(em.to_executorch().buffer, (x,))[0]
@@ -61,7 +61,7 @@ def test_forced_variant(forced, monkeypatch):
         module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
         x = torch.randn(shape)
         em = lower(module, (x,))
-        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        blob = delegate_blob(em)
         name = "conv2d_gemm_f32" if forced == "gemm" else f"conv2d_gemm_{forced}_f32"
         assert name in rt.Graph(blob).shaders()
         out = run_pte(em.to_executorch().buffer, (x,))[0]
@@ -74,5 +74,5 @@ def test_forced_variant_bad_value(monkeypatch):
     module = Conv(20, 30, 3, 1, 1, 1, False).eval()
     with pytest.raises(Exception, match="VKDELEGATE_CONV_GEMM=sk7"):
         em = lower(module, (torch.randn(1, 20, 8, 8),))
-        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        blob = delegate_blob(em)
         rt.Graph(blob)

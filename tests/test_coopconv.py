@@ -9,9 +9,9 @@ import copy
 
 import pytest
 import torch
-from helpers import cpu_ops, delegate_calls, load_method, lower, relative_error, run_pte
+from helpers import cpu_ops, delegate_blob, delegate_calls, load_method, lower, relative_error, run_pte
+from op_samples import ConvClamp
 from torch import nn
-from vkdelegate.op_registry import _ConvClamp
 
 inf = float("inf")
 
@@ -34,11 +34,11 @@ CASES = {
     "deep_k_several_stages": (lambda: nn.Conv2d(70, 36, 3, padding=1), lambda: (_x(1, 70, 5, 6),)),
     "many_tiles_1x1": (lambda: nn.Conv2d(16, 80, 1), lambda: (_x(2, 16, 11, 13),)),
     "conv1d": (lambda: nn.Conv1d(5, 20, 5, padding=2), lambda: (_x(2, 5, 33),)),
-    "clamp_relu6": (lambda: _ConvClamp(nn.Conv2d(20, 33, 3, stride=2, padding=1), 0.0, 6.0),
+    "clamp_relu6": (lambda: ConvClamp(nn.Conv2d(20, 33, 3, stride=2, padding=1), 0.0, 6.0),
                     lambda: (_x(1, 20, 13, 9, scale=4.0),)),
-    "residual_relu": (lambda: _ConvClamp(nn.Conv2d(16, 17, 3, padding=1), 0.0, inf),
+    "residual_relu": (lambda: ConvClamp(nn.Conv2d(16, 17, 3, padding=1), 0.0, inf),
                       lambda: (_x(2, 16, 9, 7), _x(2, 17, 9, 7))),
-    "residual_no_bound_no_bias": (lambda: _ConvClamp(nn.Conv2d(24, 48, 3, padding=1, bias=False), -inf, inf),
+    "residual_no_bound_no_bias": (lambda: ConvClamp(nn.Conv2d(24, 48, 3, padding=1, bias=False), -inf, inf),
                                   lambda: (_x(1, 24, 7, 7), _x(1, 48, 7, 7))),
 }
 
@@ -83,18 +83,13 @@ SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwi
                "conv1d", "residual_no_bound_no_bias", "stride2_dilation2_asym_no_bias"]
 
 
-def _blob(module, inputs):
-    """The delegate's blob of `module` lowered on `inputs`."""
-    return lower(module, inputs).exported_program().graph_module.lowered_module_0.processed_bytes
-
-
 def _shaders(name, monkeypatch, env):
     import vkdelegate.runtime as rt
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     module = CASES[name][0]().eval().half()
-    return rt.Graph(_blob(module, tuple(x.half() for x in CASES[name][1]()))).shaders()
+    return rt.Graph(delegate_blob(lower(module, tuple(x.half() for x in CASES[name][1]())))).shaders()
 
 
 @pytest.mark.parametrize("splits", ["2", "3", "16"])
@@ -124,16 +119,16 @@ def test_split_k_is_the_default_for_few_tiles_and_long_k(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     deep = nn.Conv2d(128, 32, 3, padding=1).eval().half()  # 4 tiles of s; K = 1152: 9 stages
     x = _x(1, 128, 5, 5).half()
-    assert "conv2d_splitk_reduce_f16" in rt.Graph(_blob(deep, (x,))).shaders()
+    assert "conv2d_splitk_reduce_f16" in rt.Graph(delegate_blob(lower(deep, (x,)))).shaders()
     wide = nn.Conv2d(8, 64, 1).eval().half()  # K = 8: one stage
-    assert "conv2d_splitk_reduce_f16" not in rt.Graph(_blob(wide, (_x(1, 8, 40, 40).half(),))).shaders()
+    assert "conv2d_splitk_reduce_f16" not in rt.Graph(delegate_blob(lower(wide, (_x(1, 8, 40, 40).half(),)))).shaders()
 
 
 def test_split_k_resizes_in_one_loaded_program(monkeypatch):
     """A dynamic batch and image: slices, scratch and reduce follow every size."""
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "3")
-    module = _ConvClamp(nn.Conv2d(40, 24, 3, padding=1), 0.0, 6.0).eval().half()
+    module = ConvClamp(nn.Conv2d(40, 24, 3, padding=1), 0.0, 6.0).eval().half()
     batch, height = torch.export.Dim("batch", min=1, max=3), torch.export.Dim("height", min=2, max=9)
     inputs = (_x(3, 40, 9, 7, scale=3.0).half(), _x(3, 24, 9, 7).half())
     em = lower(module, inputs, dynamic_shapes=({0: batch, 2: height}, {0: batch, 2: height}))
@@ -155,6 +150,6 @@ def test_split_k_bad_setting_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "many")
     module = nn.Conv2d(64, 32, 3, padding=1).eval().half()
-    blob = _blob(module, (_x(1, 64, 5, 5).half(),))
+    blob = delegate_blob(lower(module, (_x(1, 64, 5, 5).half(),)))
     with pytest.raises(Exception, match="VKDELEGATE_COOPCONV_SPLITK=many"):
         rt.Graph(blob)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, load_method, lower, relative_error, run_pte
+from helpers import TOLERANCES, delegate_blob, load_method, lower, relative_error, run_pte
 
 # One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
 # index gives O(1) errors.
@@ -76,7 +76,7 @@ def cases(m, k, n):
 def run_case(module, inputs):
     """(output, float reference on the same half values, shaders of the graph)"""
     em = lower(module.eval(), inputs)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     shaders = rt.Graph(blob).shaders()
     out = run_pte(em.to_executorch().buffer, inputs)[0]
     with torch.no_grad():
@@ -144,7 +144,7 @@ def test_bad_forced_tile_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_COOPMM_TILE", "huge")
     inputs = (torch.randn(8, 8).half(), torch.randn(8, 8).half())
     em = lower(Mm().eval(), inputs)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     with pytest.raises(Exception, match="VKDELEGATE_COOPMM_TILE=huge"):
         rt.Graph(blob)
 
@@ -159,7 +159,7 @@ def test_emulated_coop_matmul_resizes_in_one_loaded_program(monkeypatch):
         inputs = (torch.randn(300, 64).half(),) + ((torch.randn(64, n).half(),) if not b_kmajor else ())
         dynamic = ({0: rows}, None) if not b_kmajor else ({0: rows},)
         em = lower(module.eval(), inputs, dynamic_shapes=dynamic)
-        blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+        blob = delegate_blob(em)
         assert any(s.startswith("matmul_coop_emu_") for s in rt.Graph(blob).shaders())
         method = load_method(em.to_executorch().buffer)
         for m in (300, 1, 129, 17):

@@ -4,8 +4,7 @@ import torch
 from executorch.runtime import Runtime
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower
-from lowering import only_blob
+from helpers import TOLERANCES, cpu_ops, delegate_blob, delegate_calls, lower
 from vkdelegate.examples.models.transformer import TransformerBlock
 from vkdelegate.partitioner import VulkanPartitioner
 from vkdelegate.serialization import deserialize_blob
@@ -37,7 +36,7 @@ def transformer():
 def test_transformer_with_dynamic_sequence_is_one_delegate_with_symints(transformer):
     _, em = transformer
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    graph = deserialize_blob(only_blob(em))
+    graph = deserialize_blob(delegate_blob(em))
     assert any(isinstance(value, SymIntValue) for value in graph.values)
     assert "aten.sym_size.int" in [call.name for call in graph.chain]
     (x,) = [graph.values[i] for i in graph.input_ids]
@@ -64,7 +63,7 @@ def test_out_of_bound_inputs_give_clear_errors():
     model = TransformerBlock(dim=32, heads=2).eval()
     seq = torch.export.Dim("seq", min=4, max=16)
     em = lower(model, (torch.randn(1, 8, 32),), dynamic_shapes=({1: seq},))
-    blob = only_blob(em)
+    blob = delegate_blob(em)
     # Directly on the graph: the messages name the bound.
     graph = rt._vkdelegate.Graph(blob)
     with pytest.raises(ValueError, match=r"dim 1 is above its upper bound 16"):
@@ -130,7 +129,7 @@ def test_symint_arithmetic_in_view_and_expand_sizes():
     inputs = (torch.randn(2, 8, 5), torch.randn(1, 1, 5))
     em = lower(model, inputs, dynamic_shapes=({0: batch, 1: 2 * half}, {}))
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    names = {call.name for call in deserialize_blob(only_blob(em)).chain}
+    names = {call.name for call in deserialize_blob(delegate_blob(em)).chain}
     assert {"aten.sym_size.int", "sym.mul"} <= names
     method = load(em)
     for b, t in ((1, 2), (3, 24), (2, 10)):

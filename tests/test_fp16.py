@@ -9,8 +9,7 @@ import sys
 import pytest
 import torch
 
-from helpers import cpu_ops, delegate_calls, lower, relative_error, run_pte
-from lowering import only_blob
+from helpers import cpu_ops, delegate_blob, delegate_calls, lower, relative_error, run_pte
 from vkdelegate.examples.models import MODELS
 from vkdelegate.runtime import _vkdelegate
 from vkdelegate.serialization.blob import deserialize_blob
@@ -32,7 +31,7 @@ def test_force_fp16_model_matches_fp32_eager(name):
     model, inputs = MODELS[name]()
     em = lower(model, inputs, {"force_fp16": True})
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    tensors = [v for v in deserialize_blob(only_blob(em)).values if isinstance(v, TensorValue)]
+    tensors = [v for v in deserialize_blob(delegate_blob(em)).values if isinstance(v, TensorValue)]
     assert not any(v.dtype == DType.float32 and v.constant_id >= 0 for v in tensors), "weights are stored in half"
     out = run_pte(em.to_executorch().buffer, inputs)[0]
     with torch.no_grad():
@@ -61,7 +60,7 @@ def test_half_model_runs_in_fp16_and_matches_fp32_eager(name):
 
 def test_force_fp16_halves_planned_and_constant_bytes():
     model, inputs = MODELS["resnet18"]()
-    blobs = [only_blob(lower(model, inputs, options)) for options in (None, {"force_fp16": True})]
+    blobs = [delegate_blob(lower(model, inputs, options)) for options in (None, {"force_fp16": True})]
     fp32, fp16 = (_vkdelegate.Graph(blob).memory_report() for blob in blobs)
     assert fp16["constant_bytes"] <= fp32["constant_bytes"] / 2 + 1024
     # Float intermediates halve; integer ones (max_pool's indices, int32 on the GPU) keep their
@@ -88,7 +87,7 @@ def test_force_fp16_keeps_integer_tensors():
 def test_device_without_fp16_fails_at_load_with_a_clear_message(tmp_path):
     """VKDELEGATE_DISABLE_FP16=1 makes the context act as a device without 16-bit storage."""
     model = torch.nn.Linear(4, 3).eval()
-    blob = only_blob(lower(model, (torch.randn(2, 4),), {"force_fp16": True}))
+    blob = delegate_blob(lower(model, (torch.randn(2, 4),), {"force_fp16": True}))
     path = tmp_path / "blob.bin"
     path.write_bytes(blob)
     code = ("import sys, vkdelegate.runtime as rt\n"

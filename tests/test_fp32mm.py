@@ -2,7 +2,7 @@
 configuration the host can pick (forced with VKDELEGATE_TILED_MM), on shapes that hit
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or
-in k (linear). The op samples in op_registry.py cover the default selection.
+in k (linear). The op samples (op_samples.py) cover the default selection.
 Split-K (VKDELEGATE_MM_SPLITK=n: slices of K into a scratch, then
 matmul_splitk_reduce.glsl): slice counts that do not divide K, K below the slice
 count, bmm, linear with bias on 3-D inputs, addmm's alpha/beta, infinities; each
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower, run_pte, to_pte
+from helpers import TOLERANCES, delegate_blob, lower, run_pte, to_pte
 
 # (M, K, N): aligned with a partial last K step; unaligned K and N; K below BK (aligned
 # and not); one tile or less.
@@ -48,7 +48,7 @@ def test_tiled_configs(config, monkeypatch):
 
 def graph_of(module, inputs):
     em = lower(module.eval(), inputs)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return em, rt.Graph(blob)
 
 
@@ -186,7 +186,7 @@ def test_splitk_dynamic_shapes(monkeypatch):
     example = (torch.randn(70, 40), torch.randn(2, 70, 64), torch.randn(2, 64, 33))
     em = lower(module, example, options={"require_dynamic_shapes": True},
                dynamic_shapes=({0: m}, {1: m, 2: k}, {1: k}))
-    shaders = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes).shaders()
+    shaders = rt.Graph(delegate_blob(em)).shaders()
     assert shaders.count("matmul_splitk_reduce_f32") == 2, shaders
     buffer = em.to_executorch().buffer
     program = Runtime.get().load_program(buffer)

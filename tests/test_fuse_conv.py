@@ -2,7 +2,7 @@
 following relu / hardtanh / clamp fused into it (et_vk.vkd_conv2d_clamp)."""
 import pytest
 import torch
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
+from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, lowered_modules, relative_error, run_pte
 from torch import nn
 
 from vkdelegate.examples.models import MODELS
@@ -10,12 +10,8 @@ from vkdelegate.serialization.blob import deserialize_blob
 
 
 def chain_ops(edge_manager):
-    gm = edge_manager.exported_program().graph_module
-    ops = []
-    for name, module in gm.named_children():
-        if hasattr(module, "processed_bytes"):
-            ops += [call.name for call in deserialize_blob(module.processed_bytes).chain]
-    return ops
+    """The op chains of all the program's delegates, in order."""
+    return [call.name for module in lowered_modules(edge_manager) for call in deserialize_blob(module.processed_bytes).chain]
 
 
 def _randomized_bn(channels, dims=2):

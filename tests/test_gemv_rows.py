@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower, run_pte
+from helpers import TOLERANCES, delegate_blob, lower, run_pte
 
 
 def shaders_of(em):
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return rt.Graph(blob).shaders()
 
 

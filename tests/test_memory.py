@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import TOLERANCES, delegate_calls, lower, run_pte
-from lowering import only_blob
+from helpers import TOLERANCES, delegate_blob, delegate_calls, lower, run_pte
 from vkdelegate.backends.memory_planning import plan_memory
 from vkdelegate.runtime import _vkdelegate
 from vkdelegate.serialization.blob import deserialize_blob
@@ -47,7 +46,7 @@ class EarlyAndLate(torch.nn.Module):
 def test_deep_mlp_plans_a_few_activations_and_matches_eager():
     model, x = DeepMLP().eval(), torch.randn(BATCH, WIDTH)
     em = lower(model, (x,))
-    blob = only_blob(em)
+    blob = delegate_blob(em)
     graph = deserialize_blob(blob)
     activation = BATCH * WIDTH * 4
     planned = [v for v in graph.values if isinstance(v, TensorValue) and v.mem_obj_id >= 0]
@@ -68,7 +67,7 @@ def test_an_intermediate_that_is_an_output_is_never_overwritten():
     model, x = EarlyAndLate().eval(), torch.randn(BATCH, WIDTH)
     em = lower(model, (x,))
     assert len(delegate_calls(em)) == 1
-    graph = deserialize_blob(only_blob(em))
+    graph = deserialize_blob(delegate_blob(em))
     for output_id in graph.output_ids:
         assert graph.values[output_id].mem_obj_id == -1
     assert graph.num_mem_objs >= 1

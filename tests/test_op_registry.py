@@ -2,13 +2,21 @@
 
 import torch
 from op_cases import all_cases
+from op_samples import SAMPLES
 
 from vkdelegate.op_registry import REGISTRY, lookup, registered_op_names
 
 
+def test_samples_are_keyed_by_registry_entries():
+    """Every entry has a sample set and every sample set names an entry."""
+    names = {entry.name for entry in REGISTRY}
+    assert not names - set(SAMPLES), f"entries without samples: {sorted(names - set(SAMPLES))}"
+    assert not set(SAMPLES) - names, f"samples of no registry entry: {sorted(set(SAMPLES) - names)}"
+
+
 def test_every_entry_has_samples():
     for entry in REGISTRY:
-        cases = entry.samples()
+        cases = SAMPLES[entry.name]()
         assert cases, f"{entry.name} has no sample cases"
         ids = [case.case_id for case in cases]
         assert len(ids) == len(set(ids)), f"{entry.name} repeats case ids"
@@ -21,7 +29,8 @@ def test_registered_op_names_are_unique_schema_names():
 
 
 def test_samples_are_seeded():
-    first, second = REGISTRY.entries[0].samples(), REGISTRY.entries[0].samples()
+    samples = SAMPLES[REGISTRY.entries[0].name]
+    first, second = samples(), samples()
     for a, b in zip(first, second):
         assert all(torch.equal(x, y) for x, y in zip(a.inputs, b.inputs))
 

@@ -4,7 +4,7 @@ import logging
 import pytest
 import torch
 from executorch.exir import to_edge
-from lowering import MLP, delegate_count, lower, lowered_modules, non_delegated_ops, only_blob
+from helpers import MLP, delegate_blob, delegate_count, lower, lowered_modules, non_delegated_ops
 
 from vkdelegate.op_registry import REGISTRY, OpRegistry
 from vkdelegate.partitioner import VulkanPartitioner
@@ -35,7 +35,7 @@ def test_mlp_is_one_partition():
     edge = lower(MLP(), mlp_input())
     assert delegate_count(edge) == 1
     assert non_delegated_ops(edge) == []
-    graph = deserialize_blob(only_blob(edge))
+    graph = deserialize_blob(delegate_blob(edge))
     assert len(graph.input_ids) == 1 and len(graph.output_ids) == 1
     assert len(graph.constants) == 4  # both weights and biases live in the blob
 
@@ -55,7 +55,7 @@ def test_to_edge_then_to_backend():
     edge = to_edge(torch.export.export(MLP(), mlp_input())).to_backend(VulkanPartitioner())
     assert delegate_count(edge) == 1
     assert non_delegated_ops(edge) == []
-    names = [call.name for call in deserialize_blob(only_blob(edge)).chain]
+    names = [call.name for call in deserialize_blob(delegate_blob(edge)).chain]
     assert "aten.addmm.default" in names and "aten.permute_copy.default" not in names  # folded into the weight
 
 
@@ -64,8 +64,8 @@ def test_coexists_with_executorch_vulkan_partitioner():
         VulkanPartitioner as ExecuTorchVulkanPartitioner,
     )
 
-    theirs = lower(MLP(), mlp_input(), ExecuTorchVulkanPartitioner())
-    ours = lower(MLP(), mlp_input(), VulkanPartitioner())
+    theirs = lower(MLP(), mlp_input(), partitioner=ExecuTorchVulkanPartitioner())
+    ours = lower(MLP(), mlp_input())
     assert [module.backend_id for module in lowered_modules(theirs)] == ["VulkanBackend"]
     assert [module.backend_id for module in lowered_modules(ours)] == ["VkDelegateBackend"]
     theirs.to_executorch()
@@ -84,8 +84,8 @@ def test_to_executorch_writes_pte(tmp_path):
 
 
 def test_options_reach_the_blob():
-    edge = lower(MLP(), mlp_input(), VulkanPartitioner({"require_dynamic_shapes": False}))
-    options = deserialize_blob(only_blob(edge)).options
+    edge = lower(MLP(), mlp_input(), {"require_dynamic_shapes": False})
+    options = deserialize_blob(delegate_blob(edge)).options
     assert options == ["force_fp16=false", "require_dynamic_shapes=false"]
 
 
@@ -115,21 +115,21 @@ def test_require_dynamic_shapes_keeps_non_resizable_ops_on_cpu(caplog, monkeypat
     )
     monkeypatch.setattr(vulkan_partitioner, "REGISTRY", registry)
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
-        edge = lower(ReshapeMLP(), (torch.randn(3, 5),), VulkanPartitioner({"require_dynamic_shapes": True}))
+        edge = lower(ReshapeMLP(), (torch.randn(3, 5),), {"require_dynamic_shapes": True})
     assert non_delegated_ops(edge) == ["aten.view_copy.default"]
     assert "view_copy cannot resize, and require_dynamic_shapes is set" in caplog.text
     assert non_delegated_ops(lower(ReshapeMLP(), (torch.randn(3, 5),))) == []
 
 
 def test_require_dynamic_shapes_accepts_every_op_that_resizes():
-    edge = lower(ReshapeMLP(), (torch.randn(3, 5),), VulkanPartitioner({"require_dynamic_shapes": True}))
+    edge = lower(ReshapeMLP(), (torch.randn(3, 5),), {"require_dynamic_shapes": True})
     assert non_delegated_ops(edge) == []
 
 
 def test_bounded_dynamic_shape_uses_upper_bound():
     batch = torch.export.Dim("batch", max=64)
     edge = lower(MLP(), mlp_input(), dynamic_shapes=({0: batch},))
-    graph = deserialize_blob(only_blob(edge))
+    graph = deserialize_blob(delegate_blob(edge))
     assert graph.values[graph.input_ids[0]].sizes == (64, 16)
     assert graph.values[graph.output_ids[0]].sizes == (64, 8)
 
@@ -164,7 +164,7 @@ def test_linear_kept_undecomposed_only_where_supported():
     inputs = (torch.randn(2, 3), torch.randn(4, 3), torch.ones(2, 3, dtype=torch.float64), torch.ones(4, 3, dtype=torch.float64))
     edge = lower(Mixed(), inputs)
     assert "aten.linear.default" not in non_delegated_ops(edge)
-    assert [call.name for call in deserialize_blob(only_blob(edge)).chain] == ["aten.linear.default"]
+    assert [call.name for call in deserialize_blob(delegate_blob(edge)).chain] == ["aten.linear.default"]
 
 
 class AttentionOfTransposedHeads(torch.nn.Module):

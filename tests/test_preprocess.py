@@ -4,7 +4,7 @@ import struct
 
 import torch
 from executorch.exir import to_edge
-from lowering import lower, only_blob
+from helpers import delegate_blob, lower
 
 from vkdelegate.backends.vulkan_preprocess import build_graph
 from vkdelegate.serialization import deserialize_blob
@@ -30,7 +30,7 @@ class Call(torch.nn.Module):
 
 
 def lowered_graph(fn, *inputs):
-    return deserialize_blob(only_blob(lower(Call(fn), inputs)))
+    return deserialize_blob(delegate_blob(lower(Call(fn), inputs)))
 
 
 def edge_graph(module, *inputs):
@@ -72,7 +72,7 @@ def test_scalar_argument_kinds():
 
 
 def test_linear_without_bias_passes_null():
-    graph = deserialize_blob(only_blob(lower(torch.nn.Linear(13, 5, bias=False), (torch.randn(2, 13),))))
+    graph = deserialize_blob(delegate_blob(lower(torch.nn.Linear(13, 5, bias=False), (torch.randn(2, 13),))))
     args = call_args(graph, "aten.linear.default")
     assert args[1] == TensorValue(DType.float32, (5, 13), constant_id=0)
     assert args[2] == NullValue()

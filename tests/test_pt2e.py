@@ -8,8 +8,7 @@ import torch
 import torch.nn as nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from helpers import relative_error, run_pte
-from lowering import lower, non_delegated_ops, only_blob
+from helpers import delegate_blob, lower, non_delegated_ops, relative_error, run_pte
 from vkdelegate.fx_nodes import op_name
 from vkdelegate.quant.pt2e import VulkanQuantizer
 from vkdelegate.serialization import deserialize_blob
@@ -48,7 +47,7 @@ def output_scale(converted) -> float:
 
 
 def chain(edge) -> list:
-    return [call.name for call in deserialize_blob(only_blob(edge)).chain]
+    return [call.name for call in deserialize_blob(delegate_blob(edge)).chain]
 
 
 def check(model: nn.Module, inputs, steps=STEPS_PER_OP):

@@ -10,8 +10,8 @@ import torch
 
 import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
-from helpers import TOLERANCES, lower, run_pte
-from vkdelegate.quant import torchao_samples as S
+from helpers import TOLERANCES, delegate_blob, lower, run_pte
+import torchao_samples as S
 
 pytest.importorskip("torchao")
 
@@ -51,7 +51,7 @@ def expected_shader(flow, k, bits, sg):
 
 
 def shaders_of(em):
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return rt.Graph(blob).shaders()
 
 

@@ -5,7 +5,7 @@ import subprocess
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import to_pte
+from helpers import delegate_blob, lower, to_pte
 from vkdelegate.examples.models import MODELS
 
 
@@ -78,11 +78,10 @@ def test_runner_pipeline_stats_lists_the_kernels_it_ran(tmp_path):
     and says so where it has not (lavapipe 22.3)."""
     import json
 
-    from helpers import lower
 
     m, x = MODELS["mlp"]()
     em = lower(m, x)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     expected = set(rt.Graph(blob).shaders())
     pte = tmp_path / "mlp.pte"
     pte.write_bytes(em.to_executorch().buffer)

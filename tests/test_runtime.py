@@ -10,7 +10,7 @@ import torch
 
 import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
-from helpers import delegate_calls, lower, run_pte
+from helpers import delegate_blob, delegate_calls, lower, lowered_modules, run_pte
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -90,15 +90,13 @@ def test_both_vulkan_delegates_in_one_process():
     from executorch.backends.vulkan.partitioner.vulkan_partitioner import (
         VulkanPartitioner as ExecuTorchVulkanPartitioner,
     )
-    from executorch.exir import to_edge_transform_and_lower
 
     m = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
     x = (torch.randn(3, 8),)
-    theirs = to_edge_transform_and_lower(torch.export.export(m, x),
-                                         partitioner=[ExecuTorchVulkanPartitioner()])
+    theirs = lower(m, x, partitioner=ExecuTorchVulkanPartitioner())
     ours = lower(m, x)
     assert len(delegate_calls(ours)) == 1
-    assert "VulkanBackend" in str(theirs.exported_program().graph_module.lowered_module_0.backend_id)
+    assert [module.backend_id for module in lowered_modules(theirs)] == ["VulkanBackend"]
     out = run_pte(ours.to_executorch().buffer, x)[0]
     torch.testing.assert_close(out, m(*x), rtol=1e-5, atol=1e-5)
 
@@ -106,7 +104,7 @@ def test_both_vulkan_delegates_in_one_process():
 def test_graph_runs_directly_and_reports_memory():
     from vkdelegate.backends import VkDelegateBackend  # noqa: F401
     em = lower(torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh()), (torch.randn(3, 5),))
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     g = rt.Graph(blob)
     x = np.random.default_rng(0).standard_normal((3, 5), dtype=np.float32)
     (out,) = g.run([x])
@@ -118,7 +116,7 @@ def test_graph_runs_directly_and_reports_memory():
 
 def test_profiling_timestamps():
     em = lower(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()), (torch.randn(4, 16),))
-    g = rt.Graph(em.exported_program().graph_module.lowered_module_0.processed_bytes)
+    g = rt.Graph(delegate_blob(em))
     g.set_profiling(True)
     g.run([np.ones((4, 16), np.float32)])
     timings = g.timings()

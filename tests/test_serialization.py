@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from lowering import MLP, lower, only_blob
+from helpers import MLP, delegate_blob, lower
 
 from vkdelegate.serialization import blob as blob_module
 from vkdelegate.serialization import deserialize_blob, dump, serialize_graph
@@ -125,7 +125,7 @@ def test_schema_dtype_codes_match_generated_code():
 def test_lowered_mlp_blob_round_trips():
     torch.manual_seed(0)
     model = MLP()
-    blob = only_blob(lower(model, (torch.randn(3, 16),)))
+    blob = delegate_blob(lower(model, (torch.randn(3, 16),)))
     graph = deserialize_blob(blob)
     assert serialize_graph(graph) == blob
     assert [call.name for call in graph.chain] == ["aten.linear.default", "aten.relu.default", "aten.linear.default"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, lower, run_pte
+from helpers import TOLERANCES, delegate_blob, lower, run_pte
 
 FAMILIES = ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm")
 
@@ -54,9 +54,7 @@ CASES = cases()
 
 def graph_of(module, inputs):
     em = lower(module.eval(), inputs)
-    gm = em.exported_program().graph_module
-    blob = gm.lowered_module_0.processed_bytes
-    return em, rt.Graph(blob)
+    return em, rt.Graph(delegate_blob(em))
 
 
 @pytest.mark.parametrize("mode", ["subgroup", "shared_memory"])

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 import vkdelegate.runtime as rt
-from helpers import cpu_ops, delegate_calls, lower, run_pte
-from vkdelegate.op_registry import _ConvClamp
+from helpers import cpu_ops, delegate_blob, delegate_calls, lower, run_pte
+from op_samples import ConvClamp
 
 inf = float("inf")
 # K = Cin*KH*KW up to ~2000 float32 products summed in another order than PyTorch's.
@@ -51,15 +51,15 @@ CASES = {
     "3x3_pad0_k_step_multiple": (lambda: nn.Conv2d(16, 64, 3), lambda: (_x(4, 16, 10, 10),)),
     "conv1d_pad1": (lambda: nn.Conv1d(11, 33, 3, padding=1), lambda: (_x(3, 11, 50),)),
     "edge_values": (lambda: nn.Conv2d(9, 31, 3, padding=1), lambda: (_edge_values(),)),
-    "relu_vec_out": (lambda: _ConvClamp(nn.Conv2d(24, 48, 3, padding=1), 0.0, inf), lambda: (_x(2, 24, 8, 8),)),
-    "relu6_s2_scalar_out": (lambda: _ConvClamp(nn.Conv2d(20, 33, 3, stride=2, padding=1), 0.0, 6.0),
+    "relu_vec_out": (lambda: ConvClamp(nn.Conv2d(24, 48, 3, padding=1), 0.0, inf), lambda: (_x(2, 24, 8, 8),)),
+    "relu6_s2_scalar_out": (lambda: ConvClamp(nn.Conv2d(20, 33, 3, stride=2, padding=1), 0.0, 6.0),
                             lambda: (_x(2, 20, 13, 9, scale=4.0),)),
-    "residual_relu_vec_out": (lambda: _ConvClamp(nn.Conv2d(32, 64, 3, padding=1), 0.0, inf),
+    "residual_relu_vec_out": (lambda: ConvClamp(nn.Conv2d(32, 64, 3, padding=1), 0.0, inf),
                               lambda: (_x(2, 32, 12, 12), _x(2, 64, 12, 12, seed=8))),
     "residual_no_bound_no_bias_scalar_out": (
-        lambda: _ConvClamp(nn.Conv2d(17, 29, 3, padding=1, bias=False), -inf, inf),
+        lambda: ConvClamp(nn.Conv2d(17, 29, 3, padding=1, bias=False), -inf, inf),
         lambda: (_x(3, 17, 7, 9), _x(3, 29, 7, 9, seed=8))),
-    "residual_hardtanh_pad1_1x1": (lambda: _ConvClamp(nn.Conv2d(8, 40, 1, padding=1), -1.0, 1.0),
+    "residual_hardtanh_pad1_1x1": (lambda: ConvClamp(nn.Conv2d(8, 40, 1, padding=1), -1.0, 1.0),
                                    lambda: (_x(2, 8, 6, 7), _x(2, 40, 8, 9, seed=8))),
 }
 
@@ -67,7 +67,7 @@ CASES = {
 def _graph(module, inputs):
     em = lower(module.eval(), inputs)
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     return em, rt.Graph(blob)
 
 
@@ -193,6 +193,6 @@ def test_bad_forced_variant_is_an_error(monkeypatch):
     monkeypatch.setenv("VKDELEGATE_TILED_CONV", "c99")
     module, inputs = CASES["pointwise_pad0_batch3"][0]().eval(), CASES["pointwise_pad0_batch3"][1]()
     em = lower(module, inputs)
-    blob = em.exported_program().graph_module.lowered_module_0.processed_bytes
+    blob = delegate_blob(em)
     with pytest.raises(Exception, match="VKDELEGATE_TILED_CONV=c99"):
         rt.Graph(blob)

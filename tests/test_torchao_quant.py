@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
+from op_samples import SampleCase
+import torchao_samples as S
 from vkdelegate.quant import torchao_ops
-from vkdelegate.quant import torchao_samples as S
+from vkdelegate.quant.torchao_configs import dynamic_activation_config, quantized, weight_only_config
 
 pytest.importorskip("torchao")
 
@@ -59,7 +61,7 @@ def test_unsupported_pattern_stays_on_cpu_with_reason(case, caplog):
         module = _MatmulOfWeight()
         reason = "not as a linear or embedding weight"
     else:
-        module = S.quantized(torch.nn.Sequential(torch.nn.Linear(64, 13)), S.weight_only_config(4, 4))
+        module = quantized(torch.nn.Sequential(torch.nn.Linear(64, 13)), weight_only_config(4, 4))
         reason = "group size 4 is not a multiple of 8"
     inputs = (torch.randn(3, 64),)
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
@@ -80,10 +82,10 @@ def test_llama_int4_one_partition_matches_torchao(flow):
     model, inputs = _llama()
     float_pte = lower(copy.deepcopy(model), inputs).to_executorch().buffer
     if flow == "int4_g32_weight_only":
-        S.quantized(model, S.weight_only_config(4, 32))
+        quantized(model, weight_only_config(4, 32))
     else:
-        S.quantized(model, S.dynamic_activation_config(4, 32))
-        S.quantized(model, S.weight_only_config(4, 32), embedding=True)
+        quantized(model, dynamic_activation_config(4, 32))
+        quantized(model, weight_only_config(4, 32), embedding=True)
     em = lower(model, inputs)
     assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
     pte = em.to_executorch().buffer
@@ -100,7 +102,8 @@ def test_llama_int4_one_partition_matches_torchao(flow):
         assert relative_error(out, ref) < 5e-3
 
 
-DQ8A_CASES = S.fused_op_samples("vkd_linear_dq8a_qw") + S.linear_samples(True)[:3]
+DQ8A_CASES = [SampleCase(*case) for case in S.fused_op_cases("vkd_linear_dq8a_qw")] + [
+    SampleCase(case_id, module, inputs) for case_id, _, module, inputs in S.linear_flows(True)[:3]]
 
 
 @pytest.mark.parametrize("kernel", ["integer_dot", "plain_integer"])

@@ -1,49 +1,15 @@
-"""Sample cases of the torchao quantized flows (registry samples and tests).
+"""Sample cases of the torchao quantized flows: float modules with their torchao-quantized
+copies, and direct calls of the fused et_vk ops (the registry samples in op_samples.py,
+and the qlinear tests).
 
 Importing this module does not import torchao; building the samples does.
 """
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import torch
 
-from . import torchao_ops
-
-
-def _torchao():
-    import torchao.quantization as tq
-    from torchao.quantization.granularity import PerAxis, PerGroup
-    from torchao.utils import unwrap_tensor_subclass
-    return tq, PerAxis, PerGroup, unwrap_tensor_subclass
-
-
-def granularity(group_size: Optional[int]):
-    """PerGroup(group_size), or PerAxis(0) for None."""
-    _, PerAxis, PerGroup, _ = _torchao()
-    return PerAxis(0) if group_size is None else PerGroup(group_size)
-
-
-def weight_only_config(bits: int, group_size: Optional[int], asymmetric: bool = False):
-    tq, _, _, _ = _torchao()
-    mapping = tq.MappingType.ASYMMETRIC if asymmetric else tq.MappingType.SYMMETRIC
-    return tq.IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=granularity(group_size),
-                                   mapping_type=mapping)
-
-
-def dynamic_activation_config(bits: int, group_size: Optional[int], asymmetric: bool = False):
-    tq, _, _, _ = _torchao()
-    mapping = tq.MappingType.ASYMMETRIC if asymmetric else tq.MappingType.SYMMETRIC
-    return tq.Int8DynamicActivationIntxWeightConfig(weight_dtype=getattr(torch, f"int{bits}"),
-                                                    weight_granularity=granularity(group_size),
-                                                    weight_mapping_type=mapping)
-
-
-def quantized(module: torch.nn.Module, config, embedding: bool = False) -> torch.nn.Module:
-    """module with torchao's quantize_(config) applied (to its Linear or, with embedding, its
-    Embedding layers) and tensor subclasses unwrapped for export."""
-    tq, _, _, unwrap = _torchao()
-    kind = torch.nn.Embedding if embedding else torch.nn.Linear
-    tq.quantize_(module, config, filter_fn=lambda mod, fqn: isinstance(mod, kind))
-    return unwrap(module).eval()
+from vkdelegate.quant import torchao_ops
+from vkdelegate.quant.torchao_configs import dynamic_activation_config, quantized, weight_only_config
 
 
 def _linear(k, n, bias=True):
@@ -96,16 +62,6 @@ def embedding_flows():
     return flows
 
 
-def linear_samples(dynamic_activation: bool):
-    from ..op_registry import SampleCase
-    return [SampleCase(case_id, module, inputs) for case_id, _, module, inputs in linear_flows(dynamic_activation)]
-
-
-def embedding_samples():
-    from ..op_registry import SampleCase
-    return [SampleCase(case_id, module, inputs) for case_id, _, module, inputs in embedding_flows()]
-
-
 class FusedCall(torch.nn.Module):
     """Calls one of our et_vk ops with constant quantized weights (buffers)."""
 
@@ -132,9 +88,9 @@ def random_quantized_weight(rows, cols, bits, group_size, asymmetric):
     return torchao_ops.pack_weight(q, bits), scales, zeros
 
 
-def fused_op_samples(op_name: str):
-    """Direct calls of et_vk.<op_name> on random packed weights (odd K and N, groups dividing K)."""
-    from ..op_registry import SampleCase
+def fused_op_cases(op_name: str) -> List[Tuple[str, torch.nn.Module, Tuple[torch.Tensor, ...]]]:
+    """(case id, module, inputs): direct calls of et_vk.<op_name> on random packed weights (odd K and N,
+    groups dividing K)."""
     torch.manual_seed(0)
     op = getattr(torch.ops.et_vk, op_name).default
     cases = []
@@ -144,7 +100,7 @@ def fused_op_samples(op_name: str):
             ("int8_odd_dim21", 7, 21, 8, 21, False, torch.tensor([6, 0, 2])),
         ):
             packed, scales, zeros = random_quantized_weight(rows, dim, bits, group, asym)
-            cases.append(SampleCase(case_id, FusedCall(op, packed, scales, zeros, None, bits, group, dim), (indices,)))
+            cases.append((case_id, FusedCall(op, packed, scales, zeros, None, bits, group, dim), (indices,)))
         return cases
     for case_id, k, n, bits, group, asym, bias, sizes in (
         ("int4_k45_g15_n7_asym", 45, 7, 4, 45, True, True, (3, 45)),
@@ -154,5 +110,5 @@ def fused_op_samples(op_name: str):
     ):
         packed, scales, zeros = random_quantized_weight(n, k, bits, group, asym)
         b = torch.randn(n) if bias else None
-        cases.append(SampleCase(case_id, FusedCall(op, packed, scales, zeros, b, bits, group), (torch.randn(sizes),)))
+        cases.append((case_id, FusedCall(op, packed, scales, zeros, b, bits, group), (torch.randn(sizes),)))
     return cases
