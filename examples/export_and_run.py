@@ -9,12 +9,15 @@ import statistics
 import time
 
 import torch
-from executorch.exir import to_edge_transform_and_lower
-from executorch.runtime import Runtime
 
+# vkdelegate before executorch: importing vkdelegate filters the messages that executorch's
+# import of torchao prints (vkdelegate/third_party_noise.py says which).
 import vkdelegate.runtime as vk_runtime  # registers VkDelegateBackend
 from vkdelegate.examples.models import MODELS
 from vkdelegate.partitioner import VulkanPartitioner
+
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
 
 
 def main():
