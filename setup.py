@@ -72,12 +72,14 @@ class CMakeBuild(build_ext):
         cmake = cmake_binary()
         subprocess.check_call([cmake, "-S", str(ROOT), "-B", str(build_dir)] + args)
         subprocess.check_call([cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 2)])
-        # setuptools copies only the extension module into an editable tree;
-        # the runner binary must sit beside it too.
-        if self.inplace or getattr(self, "editable_mode", False):
-            source_dir = ROOT / "runtime"
-            if source_dir.resolve() != out_dir:
-                shutil.copy2(out_dir / "vkdelegate_runner", source_dir / "vkdelegate_runner")
+
+    def copy_extensions_to_source(self):
+        # Both `build_ext --inplace` and an editable install build into build_lib and
+        # then copy the extension module into the source tree here (setuptools clears
+        # `inplace` while building); the runner binary must land beside the module.
+        super().copy_extensions_to_source()
+        built = Path(self.build_lib, "vkdelegate", "runtime", "vkdelegate_runner")
+        shutil.copy2(built, ROOT / "runtime" / "vkdelegate_runner")
 
 
 PACKAGES = ["vkdelegate"] + [

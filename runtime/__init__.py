@@ -6,10 +6,10 @@ Importing this module loads the Vulkan runtime library, which registers the
 Without a usable Vulkan device the import still works: ``is_available()`` is
 False and ``unavailable_reason()`` says why.
 """
-# The ExecuTorch runtime must be loaded first so that our library registers
-# into the same libexecutorch.so that executorch.runtime uses.
-import executorch.runtime  # noqa: F401
-
+# Our module links the executorch wheel's libexecutorch.so, the same library that
+# executorch.runtime's bindings link, so the backend registers where they look,
+# whichever is imported first. Importing executorch.runtime here would cost
+# seconds (it imports the whole exir compiler, and with it torchao).
 from . import _vkdelegate
 from ._vkdelegate import (  # noqa: F401
     BACKEND_ID,

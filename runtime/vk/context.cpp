@@ -153,7 +153,8 @@ const std::string& Context::unavailable_reason() { return g_unavailable_reason; 
 uint64_t Context::validation_error_count() { return g_validation_errors.load(); }
 bool Context::validation_enabled() { return g_validation_enabled; }
 
-void Context::create() {
+// Step 1: the instance, with the validation layer and its messenger when asked for.
+void Context::create_instance() {
   const char* why = nullptr;
   if (!load_vulkan_library(&why)) {
     throw VulkanError(why);
@@ -247,17 +248,50 @@ void Context::create() {
     VKD_CHECK(vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr,
                                              &messenger_));
   }
+}
 
-  n = 0;
-  vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+// The optional features we use, as the device reports them: one pNext chain for
+// vkGetPhysicalDeviceFeatures2, filled in place (the chain points into the struct).
+struct Context::DeviceFeatures {
+  VkPhysicalDeviceFeatures2 core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures storage16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features float16int8{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  bool has_f16i8 = false;     // core in 1.2, else VK_KHR_shader_float16_int8
+  bool has_int_dot = false;   // core in 1.3, else VK_KHR_shader_integer_dot_product
+  bool has_coopmat = false;   // VK_KHR_cooperative_matrix
+  bool has_coopmat2 = false;  // VK_NV_cooperative_matrix2 as well
+  bool want_statistics = false;
+
+  DeviceFeatures() = default;
+  DeviceFeatures(const DeviceFeatures&) = delete;
+  DeviceFeatures& operator=(const DeviceFeatures&) = delete;
+};
+
+namespace {
+
+// Step 2: VKDELEGATE_DEVICE is an index or a part of the device name; otherwise a
+// discrete GPU first, a CPU driver (lavapipe) last. The device must have Vulkan 1.1.
+VkPhysicalDevice choose_physical_device(VkInstance instance) {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(instance, &n, nullptr);
   std::vector<VkPhysicalDevice> devices(n);
-  vkEnumeratePhysicalDevices(instance_, &n, devices.data());
+  vkEnumeratePhysicalDevices(instance, &n, devices.data());
   if (devices.empty()) {
     throw VulkanError("no Vulkan device is available (the loader found no driver)");
   }
 
-  // Device choice: VKDELEGATE_DEVICE is an index or a part of the device name;
-  // otherwise a discrete GPU first, a CPU driver (lavapipe) last.
   std::vector<VkPhysicalDeviceProperties> props(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
     vkGetPhysicalDeviceProperties(devices[i], &props[i]);
@@ -298,150 +332,151 @@ void Context::create() {
       throw VulkanError("no Vulkan 1.1 device is available");
     }
   }
-  physical_device_ = devices[chosen];
   const VkPhysicalDeviceProperties& p = props[chosen];
   if (p.apiVersion < VK_API_VERSION_1_1) {
     throw VulkanError(std::string("device '") + p.deviceName +
                       "' supports only Vulkan 1.0; 1.1 is needed");
   }
+  return devices[chosen];
+}
 
-  // Properties and features we adapt to.
+// Step 3a: which of the optional features we use the device has, with the
+// overrides that make a device act as one without them applied.
+void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p,
+                    Context::DeviceFeatures& f) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> dev_exts(n);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &n, dev_exts.data());
+
+  f.has_f16i8 = p.apiVersion >= VK_API_VERSION_1_2 ||
+                has_extension(dev_exts, "VK_KHR_shader_float16_int8");
+  f.has_int_dot = p.apiVersion >= VK_API_VERSION_1_3 ||
+                  has_extension(dev_exts, "VK_KHR_shader_integer_dot_product");
+  f.has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
+                  vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
+  f.has_coopmat2 = f.has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
+  f.want_statistics = env_flag("VKDELEGATE_PIPELINE_STATS") &&
+                      has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
+
+  f.core.pNext = &f.storage16;
+  void** chain_end = &f.storage16.pNext;
+  if (f.has_f16i8) {
+    *chain_end = &f.float16int8;
+    chain_end = &f.float16int8.pNext;
+  }
+  if (f.has_int_dot) {
+    *chain_end = &f.int_dot;
+    chain_end = &f.int_dot.pNext;
+  }
+  if (f.has_coopmat) {
+    *chain_end = &f.coopmat;
+    chain_end = &f.coopmat.pNext;
+  }
+  if (f.has_coopmat2) {
+    *chain_end = &f.coopmat2;
+    chain_end = &f.coopmat2.pNext;
+  }
+  if (f.want_statistics) {
+    *chain_end = &f.executable_props;
+    chain_end = &f.executable_props.pNext;
+  }
+  // glslang declares the VulkanMemoryModel capability in cooperative-matrix shaders.
+  if (f.has_coopmat && p.apiVersion >= VK_API_VERSION_1_2) *chain_end = &f.memory_model;
+  vkGetPhysicalDeviceFeatures2(device, &f.core);
+
+  // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
+  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
+    f.storage16.storageBuffer16BitAccess = VK_FALSE;
+    f.storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
+    f.float16int8.shaderFloat16 = VK_FALSE;
+  }
+}
+
+// Step 3b: what the kernels adapt to: limits, subgroups and the features above.
+DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p,
+                           const Context::DeviceFeatures& f) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
-  vkGetPhysicalDeviceProperties2(physical_device_, &props2);
+  vkGetPhysicalDeviceProperties2(device, &props2);
 
-  n = 0;
-  vkEnumerateDeviceExtensionProperties(physical_device_, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> dev_exts(n);
-  vkEnumerateDeviceExtensionProperties(physical_device_, nullptr, &n, dev_exts.data());
-
-  VkPhysicalDevice16BitStorageFeatures storage16{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  VkPhysicalDeviceShaderFloat16Int8Features float16int8{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  const bool has_f16i8 = p.apiVersion >= VK_API_VERSION_1_2 ||
-                         has_extension(dev_exts, "VK_KHR_shader_float16_int8");
-  VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-  const bool has_int_dot = p.apiVersion >= VK_API_VERSION_1_3 ||
-                           has_extension(dev_exts, "VK_KHR_shader_integer_dot_product");
-  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-  const bool has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
-                           vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
-  features2.pNext = &storage16;
-  void** chain_end = &storage16.pNext;
-  if (has_f16i8) {
-    *chain_end = &float16int8;
-    chain_end = &float16int8.pNext;
-  }
-  if (has_int_dot) {
-    *chain_end = &int_dot;
-    chain_end = &int_dot.pNext;
-  }
-  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
-  const bool has_coopmat2 = has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
-  if (has_coopmat) {
-    *chain_end = &coopmat;
-    chain_end = &coopmat.pNext;
-  }
-  if (has_coopmat2) {
-    *chain_end = &coopmat2;
-    chain_end = &coopmat2.pNext;
-  }
-  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_props{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  const bool want_statistics = env_flag("VKDELEGATE_PIPELINE_STATS") &&
-                               has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
-  if (want_statistics) {
-    *chain_end = &executable_props;
-    chain_end = &executable_props.pNext;
-  }
-  // glslang declares the VulkanMemoryModel capability in cooperative-matrix shaders.
-  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  if (has_coopmat && p.apiVersion >= VK_API_VERSION_1_2) *chain_end = &memory_model;
-  vkGetPhysicalDeviceFeatures2(physical_device_, &features2);
-
-  info_.name = p.deviceName;
-  info_.type = type_name(p.deviceType);
-  info_.api_version = p.apiVersion;
-  info_.vendor_id = p.vendorID;
-  info_.subgroup_size = subgroup.subgroupSize;
-  info_.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-  info_.max_shared_memory = p.limits.maxComputeSharedMemorySize;
-  info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  DeviceInfo info;
+  info.name = p.deviceName;
+  info.type = type_name(p.deviceType);
+  info.api_version = p.apiVersion;
+  info.vendor_id = p.vendorID;
+  info.subgroup_size = subgroup.subgroupSize;
+  info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  info.max_shared_memory = p.limits.maxComputeSharedMemorySize;
+  info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
   // take the large-tensor paths with small tensors (as on a device with a small limit).
   if (const char* cap = std::getenv("VKDELEGATE_MAX_BINDING_BYTES")) {
     const unsigned long long bytes = std::strtoull(cap, nullptr, 10);
-    if (bytes > 0 && bytes < info_.max_storage_buffer_range) info_.max_storage_buffer_range = bytes;
+    if (bytes > 0 && bytes < info.max_storage_buffer_range) info.max_storage_buffer_range = bytes;
   }
-  info_.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
-  info_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
-  for (int i = 0; i < 3; ++i) info_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
-  info_.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
-  info_.timestamp_period_ns = p.limits.timestampPeriod;
-  info_.shader_int64 = features2.features.shaderInt64;
-  // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
-  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
-    storage16.storageBuffer16BitAccess = VK_FALSE;
-    storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
-    float16int8.shaderFloat16 = VK_FALSE;
-  }
-  info_.storage_16bit = storage16.storageBuffer16BitAccess;
-  info_.shader_float16 = has_f16i8 && float16int8.shaderFloat16;
-  info_.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct;
-  info_.cooperative_matrix = has_coopmat && coopmat.cooperativeMatrix;
-  if (info_.cooperative_matrix) info_.cooperative_matrix_shapes = cooperative_matrix_shapes(physical_device_);
-  info_.cooperative_matrix2 = info_.cooperative_matrix && has_coopmat2 && coopmat2.cooperativeMatrixWorkgroupScope &&
-                              coopmat2.cooperativeMatrixFlexibleDimensions &&
-                              coopmat2.cooperativeMatrixTensorAddressing &&
-                              coopmat2.cooperativeMatrixPerElementOperations;
-  info_.pipeline_statistics = want_statistics && executable_props.pipelineExecutableInfo;
-  info_.pipeline_internal_representations = info_.pipeline_statistics && env_flag("VKDELEGATE_PIPELINE_IR");
+  info.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
+  info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  info.timestamp_period_ns = p.limits.timestampPeriod;
+  info.shader_int64 = f.core.features.shaderInt64;
+  info.storage_16bit = f.storage16.storageBuffer16BitAccess;
+  info.shader_float16 = f.has_f16i8 && f.float16int8.shaderFloat16;
+  info.integer_dot_product = f.has_int_dot && f.int_dot.shaderIntegerDotProduct;
+  info.cooperative_matrix = f.has_coopmat && f.coopmat.cooperativeMatrix;
+  if (info.cooperative_matrix) info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
+  info.cooperative_matrix2 = info.cooperative_matrix && f.has_coopmat2 &&
+                             f.coopmat2.cooperativeMatrixWorkgroupScope &&
+                             f.coopmat2.cooperativeMatrixFlexibleDimensions &&
+                             f.coopmat2.cooperativeMatrixTensorAddressing &&
+                             f.coopmat2.cooperativeMatrixPerElementOperations;
+  info.pipeline_statistics = f.want_statistics && f.executable_props.pipelineExecutableInfo;
+  info.pipeline_internal_representations = info.pipeline_statistics && env_flag("VKDELEGATE_PIPELINE_IR");
+  return info;
+}
 
-  // One compute queue.
-  n = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &n, nullptr);
+// Step 4: the first queue family that can compute; we use one queue of it.
+uint32_t compute_queue_family(VkPhysicalDevice device, const char* device_name,
+                              VkQueueFamilyProperties* family) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &n, nullptr);
   std::vector<VkQueueFamilyProperties> families(n);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical_device_, &n, families.data());
-  bool found = false;
-  for (uint32_t i = 0; i < n && !found; ++i) {
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &n, families.data());
+  for (uint32_t i = 0; i < n; ++i) {
     if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-      queue_family_ = i;
-      found = true;
+      *family = families[i];
+      return i;
     }
   }
-  if (!found) {
-    throw VulkanError(std::string("device '") + p.deviceName + "' has no compute queue");
-  }
-  info_.timestamps = families[queue_family_].timestampValidBits > 0 &&
-                     p.limits.timestampComputeAndGraphics;
+  throw VulkanError(std::string("device '") + device_name + "' has no compute queue");
+}
 
+} // namespace
+
+// Step 5: the logical device with one compute queue, enabling exactly the optional
+// features (and their extensions) that we use and the device has.
+void Context::create_device(const DeviceFeatures& f) {
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
 
-  // Enable exactly the optional features we use and the device has.
   VkPhysicalDeviceFeatures2 enable{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  enable.features.shaderInt64 = features2.features.shaderInt64;
+  enable.features.shaderInt64 = f.core.features.shaderInt64;
   VkPhysicalDevice16BitStorageFeatures enable16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  enable16.storageBuffer16BitAccess = storage16.storageBuffer16BitAccess;
-  enable16.uniformAndStorageBuffer16BitAccess = storage16.uniformAndStorageBuffer16BitAccess;
+  enable16.storageBuffer16BitAccess = f.storage16.storageBuffer16BitAccess;
+  enable16.uniformAndStorageBuffer16BitAccess = f.storage16.uniformAndStorageBuffer16BitAccess;
   VkPhysicalDeviceShaderFloat16Int8Features enable_f16{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  enable_f16.shaderFloat16 = float16int8.shaderFloat16;
-  enable_f16.shaderInt8 = float16int8.shaderInt8;
+  enable_f16.shaderFloat16 = f.float16int8.shaderFloat16;
+  enable_f16.shaderInt8 = f.float16int8.shaderInt8;
   VkPhysicalDeviceShaderIntegerDotProductFeatures enable_int_dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
   enable_int_dot.shaderIntegerDotProduct = VK_TRUE;
@@ -450,7 +485,7 @@ void Context::create() {
   enable_coopmat.cooperativeMatrix = VK_TRUE;
   enable.pNext = &enable16;
   void** enable_end = &enable16.pNext;
-  if (has_f16i8) {
+  if (f.has_f16i8) {
     *enable_end = &enable_f16;
     enable_end = &enable_f16.pNext;
   }
@@ -482,13 +517,13 @@ void Context::create() {
   VkPhysicalDeviceVulkanMemoryModelFeatures enable_memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   enable_memory_model.vulkanMemoryModel = VK_TRUE;
-  if (info_.cooperative_matrix && memory_model.vulkanMemoryModel) *enable_end = &enable_memory_model;
+  if (info_.cooperative_matrix && f.memory_model.vulkanMemoryModel) *enable_end = &enable_memory_model;
 
   std::vector<const char*> device_exts;
-  if (p.apiVersion < VK_API_VERSION_1_2 && has_f16i8) {
+  if (info_.api_version < VK_API_VERSION_1_2 && f.has_f16i8) {
     device_exts.push_back("VK_KHR_shader_float16_int8");
   }
-  if (p.apiVersion < VK_API_VERSION_1_3 && info_.integer_dot_product) {
+  if (info_.api_version < VK_API_VERSION_1_3 && info_.integer_dot_product) {
     device_exts.push_back("VK_KHR_shader_integer_dot_product");
   }
   if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
@@ -505,6 +540,20 @@ void Context::create() {
   load_device_functions(device_);
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   vkGetPhysicalDeviceMemoryProperties(physical_device_, &memory_properties_);
+}
+
+void Context::create() {
+  create_instance();
+  physical_device_ = choose_physical_device(instance_);
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical_device_, &props);
+  DeviceFeatures features;
+  query_features(physical_device_, props, features);
+  info_ = describe_device(physical_device_, props, features);
+  VkQueueFamilyProperties family;
+  queue_family_ = compute_queue_family(physical_device_, props.deviceName, &family);
+  info_.timestamps = family.timestampValidBits > 0 && props.limits.timestampComputeAndGraphics;
+  create_device(features);
 
   allocator_ = std::make_unique<Allocator>(*this);
   pipelines_ = std::make_unique<PipelineCache>(*this);

@@ -72,6 +72,8 @@ struct DeviceInfo {
 
 class Context {
  public:
+  struct DeviceFeatures;  // the optional features the device has (context.cpp)
+
   // The process-wide context, created on first use. Returns nullptr when no
   // Vulkan device can be used; unavailable_reason() then says why.
   static Context* get();
@@ -102,7 +104,10 @@ class Context {
 
  private:
   Context() = default;
+  // create() runs the steps in order: instance, device choice, features, queue, device.
   void create();
+  void create_instance();
+  void create_device(const DeviceFeatures& features);
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
