@@ -29,7 +29,7 @@ if [ -n "$missing" ]; then
 fi
 phase_done "debian-packages"
 
-pip_install() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
+pip_install() { "$PYTHON" -m pip install -q --disable-pip-version-check --root-user-action=ignore "$@"; }
 # torch first, and the CPU build: otherwise executorch pulls several GB of CUDA packages.
 if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
   echo "[setup] installing torch 2.13.0 (CPU)"

@@ -1,12 +1,16 @@
 """Helpers shared by the tests: lower a module, look at what came out, run it."""
+import functools
+from dataclasses import dataclass
 from typing import List
 
+import pytest
 import torch
 from executorch.exir import EdgeProgramManager, to_edge_transform_and_lower
 from executorch.exir.lowered_backend_module import LoweredBackendModule
 from executorch.runtime import Runtime
 
 import vkdelegate.runtime  # noqa: F401  (registers the backend)
+from vkdelegate.examples.models import MODELS
 from vkdelegate.fx_nodes import op_name
 from vkdelegate.partitioner import VulkanPartitioner
 
@@ -50,6 +54,28 @@ def lower(module: torch.nn.Module, inputs, options=None, dynamic_shapes=None, pa
         module = module.eval()
     program = torch.export.export(module, tuple(inputs), dynamic_shapes=dynamic_shapes)
     return to_edge_transform_and_lower(program, partitioner=[partitioner or VulkanPartitioner(options)])
+
+
+@dataclass(frozen=True)
+class LoweredModel:
+    model: torch.nn.Module
+    inputs: tuple
+    edge: EdgeProgramManager
+    pte: bytes
+
+
+@functools.lru_cache(maxsize=None)
+def lowered_model(name: str, force_fp16: bool = False) -> LoweredModel:
+    """An examples/models model lowered once per process: several test files check the same
+    lowering (a model takes 5-50 s to lower on the CI machine). Treat it as read-only; the
+    model's tests share an xdist group (`model_group`) so that they run in one process."""
+    model, inputs = MODELS[name]()
+    edge = lower(model, inputs, {"force_fp16": True} if force_fp16 else None)
+    return LoweredModel(model, tuple(inputs), edge, edge.to_executorch().buffer)
+
+
+def model_group(name: str):
+    return pytest.mark.xdist_group(f"model-{name}")
 
 
 def to_pte(module, inputs, options=None):

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from helpers import cpu_ops, delegate_blob, delegate_calls, lower, relative_error, run_pte
+from helpers import cpu_ops, delegate_blob, delegate_calls, lower, lowered_model, model_group, relative_error, run_pte
 from vkdelegate.examples.models import MODELS
 from vkdelegate.runtime import _vkdelegate
 from vkdelegate.serialization.blob import deserialize_blob
@@ -26,14 +26,14 @@ def _half_inputs(inputs):
     return tuple(x.half() if x.is_floating_point() else x for x in inputs)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in sorted(MODELS)])
 def test_force_fp16_model_matches_fp32_eager(name):
-    model, inputs = MODELS[name]()
-    em = lower(model, inputs, {"force_fp16": True})
+    lowered = lowered_model(name, force_fp16=True)
+    em, model, inputs = lowered.edge, lowered.model, lowered.inputs
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
     tensors = [v for v in deserialize_blob(delegate_blob(em)).values if isinstance(v, TensorValue)]
     assert not any(v.dtype == DType.float32 and v.constant_id >= 0 for v in tensors), "weights are stored in half"
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
+    out = run_pte(lowered.pte, inputs)[0]
     with torch.no_grad():
         ref = model(*inputs)
     assert out.dtype == torch.float32 and out.shape == ref.shape
@@ -45,7 +45,7 @@ def test_force_fp16_model_matches_fp32_eager(name):
 HALF_MODELS = ["llama", "mlp", "mobilenet_v2", "transformer_block", "unet"]
 
 
-@pytest.mark.parametrize("name", HALF_MODELS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in HALF_MODELS])
 def test_half_model_runs_in_fp16_and_matches_fp32_eager(name):
     model, inputs = MODELS[name]()
     with torch.no_grad():
@@ -58,9 +58,9 @@ def test_half_model_runs_in_fp16_and_matches_fp32_eager(name):
     assert relative_error(out, ref) <= FP16_MODEL_RTOL
 
 
+@model_group("resnet18")
 def test_force_fp16_halves_planned_and_constant_bytes():
-    model, inputs = MODELS["resnet18"]()
-    blobs = [delegate_blob(lower(model, inputs, options)) for options in (None, {"force_fp16": True})]
+    blobs = [delegate_blob(lowered_model("resnet18", force_fp16).edge) for force_fp16 in (False, True)]
     fp32, fp16 = (_vkdelegate.Graph(blob).memory_report() for blob in blobs)
     assert fp16["constant_bytes"] <= fp32["constant_bytes"] / 2 + 1024
     # Float intermediates halve; integer ones (max_pool's indices, int32 on the GPU) keep their

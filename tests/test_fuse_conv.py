@@ -2,10 +2,9 @@
 following relu / hardtanh / clamp fused into it (et_vk.vkd_conv2d_clamp)."""
 import pytest
 import torch
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, lowered_modules, relative_error, run_pte
+from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, lowered_model, lowered_modules, model_group, run_pte
 from torch import nn
 
-from vkdelegate.examples.models import MODELS
 from vkdelegate.serialization.blob import deserialize_blob
 
 
@@ -99,10 +98,9 @@ def test_conv_with_a_second_user_is_not_fused():
                                **TOLERANCES["matmul"])
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in ["mobilenet_v2", "resnet18"]])
 def test_cnn_chains_have_no_batch_norm_or_separate_activation(name):
-    model, inputs = MODELS[name]()
-    ops = chain_ops(lower(model, inputs))
+    ops = chain_ops(lowered_model(name).edge)
     assert "et_vk.vkd_conv2d_clamp.default" in ops
     assert not any("batch_norm" in op or op in ("aten.relu.default", "aten.hardtanh.default") for op in ops), \
         sorted(set(ops))

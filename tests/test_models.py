@@ -2,18 +2,19 @@
 import pytest
 import torch
 
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
+from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, lowered_model, model_group, relative_error, run_pte
 from vkdelegate.examples.models import MODELS
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in sorted(MODELS)])
 def test_model_fully_delegated_and_matches_eager(name):
-    model, inputs = MODELS[name]()
-    em = lower(model, inputs)
+    lowered = lowered_model(name)
+    em, model, inputs = lowered.edge, lowered.model, lowered.inputs
     assert len(delegate_calls(em)) == 1, "the whole forward should be one partition"
     assert cpu_ops(em) == []
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
-    ref = model(*inputs)
+    out = run_pte(lowered.pte, inputs)[0]
+    with torch.no_grad():
+        ref = model(*inputs)
     assert out.shape == ref.shape
     assert relative_error(out, ref) <= TOLERANCES["model"]["rtol"]
 
