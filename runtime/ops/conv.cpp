@@ -66,13 +66,13 @@ constexpr GemmVariant kGemmSk16{"conv2d_gemm_sk16", kGemmSk16Local, kGemmSk16Til
 // VKDELEGATE_CONV_GEMM=gemm|sk|sk16 forces one variant on every
 // convolution that takes the GEMM kernels (tests, sweeps); null if unset.
 const GemmVariant* forced_gemm_variant(ComputeGraph& g) {
-  const char* v = std::getenv("VKDELEGATE_CONV_GEMM");
-  if (v == nullptr || *v == 0) return nullptr;
+  const std::string& v = g.settings().conv_gemm;
+  if (v.empty()) return nullptr;
   for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16}) {
     const char* short_name = gv == &kGemm ? "gemm" : gv->name + std::strlen("conv2d_gemm_");
-    if (std::strcmp(v, short_name) == 0) return gv;
+    if (v == short_name) return gv;
   }
-  g.fail(std::string("VKDELEGATE_CONV_GEMM=") + v + ": expected gemm, sk or sk16");
+  g.fail("VKDELEGATE_CONV_GEMM=" + v + " has no conv2d_gemm variant");
 }
 
 // coopconv family: the cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
@@ -149,13 +149,8 @@ int64_t coop_conv_splits(ComputeGraph& g, const CoopVariant& v, int64_t tiles, i
   int64_t splits = tiles >= kCoopMFromTiles ? 1
                                             : std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles,
                                                         stages / kCoopSplitMinStages, kCoopSplitMaxSplits});
-  if (const char* f = std::getenv("VKDELEGATE_COOPCONV_SPLITK"); f != nullptr && *f != 0) {
-    char* end = nullptr;
-    splits = std::strtol(f, &end, 10);
-    if (*end != 0 || splits < 1 || splits > kCoopSplitMaxSplits) {
-      g.fail(std::string("VKDELEGATE_COOPCONV_SPLITK=") + f + ": expected 1.." + std::to_string(kCoopSplitMaxSplits));
-    }
-    splits = std::min(splits, stages);  // every slice at least one stage
+  if (const std::optional<int64_t> f = g.settings().coopconv_splitk) {
+    splits = std::min(*f, stages);  // settings.def bounds it by kCoopSplitMaxSplits  // every slice at least one stage
   }
   // The float scratch of all slices must fit one binding, and workgroup z its limit.
   const int64_t range = static_cast<int64_t>(g.context().info().max_storage_buffer_range);
@@ -172,7 +167,7 @@ int64_t coop_conv_splits(ComputeGraph& g, const CoopVariant& v, int64_t tiles, i
 // that variant.
 const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool transposed, int64_t groups,
                                            int64_t icpg, int64_t ocpg, int64_t ksize, int64_t pixels) {
-  if (dtype != DType::Float32 || transposed || groups != 1 || env_on("VKDELEGATE_NO_TILED_CONV")) return nullptr;
+  if (dtype != DType::Float32 || transposed || groups != 1 || g.settings().no_tiled_conv) return nullptr;
   const auto pixel_tiles = [&](const TiledConvVariant& v) { return (pixels + 8 * v.x - 1) / (8 * v.x); };
   const auto channel_tiles = [&](const TiledConvVariant& v) { return (ocpg + 8 * v.y - 1) / (8 * v.y); };
   const auto workgroups = [&](const TiledConvVariant& v) { return pixel_tiles(v) * channel_tiles(v); };
@@ -181,14 +176,14 @@ const TiledConvVariant* tiled_conv_variant(ComputeGraph& g, DType dtype, bool tr
       (workgroups(kTiledConvC64) < kTiledConvFullGroups && workgroups(kTiledConvC32) >= kTiledConvFullGroups)) {
     v = &kTiledConvC32;
   }
-  const char* force = std::getenv("VKDELEGATE_TILED_CONV");
-  const bool forced = force != nullptr && *force != 0 && std::strcmp(force, "0") != 0;
-  if (forced && std::strcmp(force, "1") != 0) {
+  const std::string& force = g.settings().tiled_conv;
+  const bool forced = !force.empty() && force != "0";
+  if (forced && force != "1") {
     v = nullptr;
     for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
-      if (std::strcmp(force, c->name) == 0) v = c;
+      if (force == c->name) v = c;
     }
-    if (v == nullptr) g.fail(std::string("VKDELEGATE_TILED_CONV=") + force + ": expected 0, 1, c32, c64 or c128");
+    if (v == nullptr) g.fail("VKDELEGATE_TILED_CONV=" + force + " has no conv2d_tiled variant");
   }
   if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
     return nullptr;
@@ -301,9 +296,9 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
       // l where its tiles fill the GPU, else m (split over K where its tiles are few).
       coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL : &kCoopM;
       // VKDELEGATE_COOPCONV_TILE=l|m|s forces a variant (tests, benchmarks).
-      if (const char* force = std::getenv("VKDELEGATE_COOPCONV_TILE")) {
+      if (const std::string& force = g.settings().coopconv_tile; !force.empty()) {
         for (const CoopVariant* v : {&kCoopL, &kCoopM, &kCoopS}) {
-          if (std::strcmp(force, v->name) == 0) coop = v;
+          if (force == v->name) coop = v;
         }
       }
       coop_splits = coop_conv_splits(g, *coop, tiles(*coop), planned.icpg * planned.KH * planned.KW,

@@ -55,21 +55,8 @@ struct TiledConfig {
 constexpr TiledConfig kTiledDefault{16, 16, 8};
 constexpr int64_t kTiledMinGroups = 256;
 
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  return std::strcmp(v, "0") != 0;
-}
-
-// Unrolled steps (matmul_tiledu; VKDELEGATE_TILED_MM_UNROLL=0 for the loop)
-// and workgroup swizzle in groups of 8 rows (VKDELEGATE_TILED_MM_GROUP; 1-2%).
-constexpr bool kTiledUnroll = true;
-constexpr int kTiledGroupM = 8;
-
-float tiled_group_m() {
-  const char* v = std::getenv("VKDELEGATE_TILED_MM_GROUP");
-  return static_cast<float>(v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kTiledGroupM);
-}
+// Unrolled steps (matmul_tiledu; settings TILED_MM_UNROLL) and workgroup swizzle
+// in groups of 8 rows (TILED_MM_GROUP; 1-2%).
 
 uint32_t tiled_shared_bytes(const TiledConfig& c) {
   return 2 * c.bk * ((8 * c.y) / 4 + 1 + (8 * c.x) / 4 + 1) * 16;
@@ -113,13 +100,8 @@ int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool
   int64_t splits = 1;
   forced = false;
   const int64_t outputs = int64_t{p.batch} * p.M * p.N;
-  if (const char* f = std::getenv("VKDELEGATE_MM_SPLITK"); f != nullptr && *f != 0) {
-    char* end = nullptr;
-    splits = std::strtol(f, &end, 10);
-    if (*end != 0 || splits < 0 || splits > kSplitKMaxSplits) {
-      g.fail(std::string("VKDELEGATE_MM_SPLITK=") + f + ": expected a slice count from 0 to " +
-             std::to_string(kSplitKMaxSplits));
-    }
+  if (const std::optional<int64_t> f = g.settings().mm_splitk) {
+    splits = *f;  // settings.def bounds it by kSplitKMaxSplits
     forced = splits > 1;
   } else if (pick && tiles > 0 && tiles < kTiledMinGroups && p.M >= kSplitKMinSide && p.N >= kSplitKMinSide &&
              outputs * p.K >= kSplitKMinWork) {
@@ -148,16 +130,13 @@ int64_t splitk_count(ComputeGraph& g, const MatmulParams& p, int64_t tiles, bool
 const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p, int64_t& splits) {
   static TiledConfig forced{};
   splits = 1;
-  if (g.tensor(a).dtype != DType::Float32 || env_flag("VKDELEGATE_NO_TILED_MM", false)) return nullptr;
+  if (g.tensor(a).dtype != DType::Float32 || g.settings().no_tiled_mm) return nullptr;
   if (p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return nullptr;
   if (find_shader("matmul_tiled_nb_f32") == nullptr) return nullptr;
   const uint32_t max_shared = g.context().info().max_shared_memory;
-  if (const char* f = std::getenv("VKDELEGATE_TILED_MM"); f != nullptr && *f != 0) {
+  if (const std::string& f = g.settings().tiled_mm; !f.empty()) {
     unsigned x = 0, y = 0, bk = 0;
-    if (std::sscanf(f, "%u,%u,%u", &x, &y, &bk) != 3 ||
-        !((bk == 8 && (x == 8 || x == 16) && (y == 8 || y == 16)) || (bk == 16 && x == 16 && y == 16))) {
-      g.fail(std::string("VKDELEGATE_TILED_MM=") + f + ": expected x,y,bk of 8,8,8 16,8,8 8,16,8 16,16,8 or 16,16,16");
-    }
+    std::sscanf(f.c_str(), "%u,%u,%u", &x, &y, &bk);  // one of settings.def's values
     forced = {x, y, bk};
     if (tiled_shared_bytes(forced) > max_shared) return nullptr;
     bool forced_split = false;
@@ -175,21 +154,15 @@ const TiledConfig* tiled_config(ComputeGraph& g, int a, const MatmulParams& p, i
 }
 // ---- end fp32mm
 
-// Rows up to which a product whose tiles give fewer than kEnoughWorkgroups
-// takes gemv.glsl (VKDELEGATE_GEMV_MAX_ROWS overrides; 1 keeps it to M = 1),
-// as long as the rows re-read at most kGemvMaxRereadBytes of B in all.
-constexpr int64_t kGemvMaxRows = 64;
+// A product whose tiles give fewer than kEnoughWorkgroups takes gemv.glsl up to
+// the setting GEMV_MAX_ROWS rows, as long as the rows re-read at most
+// kGemvMaxRereadBytes of B in all.
 constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
 
-bool few_rows_gemv(const MatmulParams& p, const TileConfig* config) {
+bool few_rows_gemv(const Settings& s, const MatmulParams& p, const TileConfig* config) {
   // A forced tiled configuration, split count or cooperative-matrix tile asks for that kernel.
-  for (const char* forced : {"VKDELEGATE_TILED_MM", "VKDELEGATE_MM_SPLITK", "VKDELEGATE_COOPMM_TILE"}) {
-    if (const char* v = std::getenv(forced); v != nullptr && *v != 0) return false;
-  }
-  int64_t max_rows = kGemvMaxRows;
-  if (const char* v = std::getenv("VKDELEGATE_GEMV_MAX_ROWS"); v != nullptr && *v != 0) {
-    max_rows = std::max(1, std::atoi(v));
-  }
+  if (!s.tiled_mm.empty() || s.mm_splitk || !s.coopmm_tile.empty()) return false;
+  const int64_t max_rows = s.gemv_max_rows;
   const int64_t groups = ((p.N + config->tile_n - 1) / config->tile_n) *
                          ((p.M + config->tile_m - 1) / config->tile_m) * p.batch;
   return p.M <= max_rows && groups < kEnoughWorkgroups &&
@@ -243,7 +216,6 @@ constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
 constexpr const CoopMmVariant& kCoopMmW2 = kCoopMmVariants[11];
 constexpr int64_t kCoopMmWFromGroups = 256;
 constexpr int64_t kCoopMmW2FromGroups = 96;
-constexpr int kCoopMmGroupM = 8;
 
 // matmul_coop2 reads slices at 16-byte aligned starts: rows of A, B and the
 // output, and batch strides, in multiples of 8 halves (true at every size once
@@ -279,14 +251,11 @@ CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
     return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= smem) && find_shader(shader_of(v));
   };
   const CoopMmVariant* chosen = nullptr;
-  if (const char* f = std::getenv("VKDELEGATE_COOPMM_TILE"); f != nullptr && *f != 0) {
+  if (const std::string& f = g.settings().coopmm_tile; !f.empty()) {
     for (const CoopMmVariant& v : kCoopMmVariants) {
-      if (std::strcmp(f, v.name) == 0) chosen = &v;
+      if (f == v.name) chosen = &v;
     }
-    if (chosen == nullptr) {
-      g.fail(std::string("VKDELEGATE_COOPMM_TILE=") + f +
-             ": expected one of l lt l1 lt1 w w16 wt q q64 l64 m w2 wt2 l2 l64p2 c2_l c2_l64 c2_w");
-    }
+    if (chosen == nullptr) g.fail("VKDELEGATE_COOPMM_TILE=" + f + " has no variant in kCoopMmVariants");
     if (!fits(*chosen)) return {};
   } else {
     const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
@@ -303,10 +272,6 @@ CoopMmChoice coop_mm_config(ComputeGraph& g, int a, const MatmulParams& p) {
   return {shader_of(*chosen), chosen};
 }
 
-int coop_mm_group_m() {
-  const char* v = std::getenv("VKDELEGATE_COOPMM_GROUP");
-  return v != nullptr && *v != 0 ? std::max(0, std::atoi(v)) : kCoopMmGroupM;
-}
 // ---- end coopmm
 
 // Shapes of one product, recomputed from the current sizes at every update.
@@ -393,7 +358,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A few rows whose tiles cannot fill the GPU too: matmul.glsl would leave a
   // handful of workgroups each walking all of K, while gemv.glsl splits K over
   // 32 invocations per output and re-reads B once per row (from L2: bounded).
-  const bool gemv = planned.p.b_sk == 1 && (planned.p.M == 1 || few_rows_gemv(planned.p, config));
+  const bool gemv = planned.p.b_sk == 1 && (planned.p.M == 1 || few_rows_gemv(g.settings(), planned.p, config));
   uint32_t tile_m = gemv ? 1 : config->tile_m, tile_n = gemv ? kGemvLocal[1] : config->tile_n;
   std::string shader = variant(g, gemv ? "gemv" : "matmul", a);
   float group_m = 0.f;  // fp32mm
@@ -407,15 +372,15 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     shader = coop.shader;
     local = {coop.v->invocations(), 1, 1};
     tile_m = coop.v->tile_m(), tile_n = coop.v->tile_n();
-    coop_group_m = coop_mm_group_m();
+    coop_group_m = static_cast<int>(g.settings().coopmm_group);
     coop2 = coop.v->coop2;
   }
   // fp32mm: large float32 products take matmul_tiled.glsl.
   if (const TiledConfig* t = gemv || coop.v != nullptr ? nullptr : tiled_config(g, a, planned.p, splits)) {
-    const bool unroll = t->bk == 16 || env_flag("VKDELEGATE_TILED_MM_UNROLL", kTiledUnroll);
+    const bool unroll = t->bk == 16 || g.settings().tiled_mm_unroll;
     shader = std::string("matmul_tiled") + (t->bk == 16 ? "16" : "") + (unroll ? "u" : "") +
              (splits > 1 ? "_sk_" : "_") + (planned.p.b_sn == 1 ? "nb" : "kb") + "_f32";  // mm1024: _sk
-    group_m = tiled_group_m();
+    group_m = static_cast<float>(g.settings().tiled_mm_group);
     local = {t->x, t->y, 1};
     tile_m = 8 * t->y, tile_n = 8 * t->x;
   }

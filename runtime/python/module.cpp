@@ -8,6 +8,7 @@
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
 #include "../ops/op_registry.h"
+#include "../settings.h"
 
 namespace py = pybind11;
 using namespace vkd;
@@ -57,9 +58,47 @@ py::dict memory_report(const ComputeGraph& g) {
   return d;
 }
 
-std::unique_ptr<ComputeGraph> load_graph(py::bytes blob) {
+// {name: value} from Python: True/False as 1/0, ints, strings; None: the default.
+SettingOverrides overrides_from(const py::object& obj) {
+  SettingOverrides out;
+  if (obj.is_none()) return out;
+  for (const auto& [key, value] : obj.cast<py::dict>()) {
+    const std::string name = py::str(key);
+    if (value.is_none()) {
+      out[name] = "";
+    } else if (py::isinstance<py::bool_>(value)) {
+      out[name] = value.cast<bool>() ? "1" : "0";
+    } else if (py::isinstance<py::int_>(value) || py::isinstance<py::str>(value)) {
+      out[name] = py::str(value);
+      if (out[name].empty()) throw SettingsError("VKDELEGATE_" + name + ": an empty value (None gives the default)");
+    } else {
+      throw SettingsError("VKDELEGATE_" + name + ": expected a bool, an int or a str, not " +
+                          std::string(py::str(py::type::of(value).attr("__name__"))));
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<ComputeGraph> load_graph(py::bytes blob, const py::object& overrides) {
+  const Settings settings = with_overrides(graph_defaults(), overrides_from(overrides));
   std::string data = blob;  // the graph copies what it keeps
-  return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size(), settings);
+}
+
+py::list settings_table_py() {
+  py::list l;
+  for (const SettingInfo& i : settings_table()) {
+    py::dict d;
+    d["name"] = i.name;
+    d["type"] = i.type;
+    d["default"] = i.default_value;
+    d["values"] = i.values;
+    if (i.type == "int") d["range"] = py::make_tuple(i.min, i.max);
+    d["scope"] = i.scope == SettingScope::Process ? "process" : "graph";
+    d["meaning"] = i.meaning;
+    l.append(d);
+  }
+  return l;
 }
 
 py::list run(ComputeGraph& g, const py::list& inputs) {
@@ -124,15 +163,37 @@ PYBIND11_MODULE(_vkdelegate, m) {
   m.def("validation_enabled", [] { Context::get(); return Context::validation_enabled(); });
   m.def("validation_error_count", &Context::validation_error_count);
   m.def("registered_ops", &registered_ops, "Op names this runtime has kernels for.");
+  m.def("settings_table", &settings_table_py,
+        "The VKDELEGATE_* settings (runtime/settings.def): name, type, default, values, range, scope, meaning.");
+  m.def("_push_overrides", [](const py::object& o) { push_scoped_overrides(overrides_from(o)); },
+        "Starts a scope of graph-setting overrides on this thread (use vkdelegate.runtime.overrides).");
+  m.def("_pop_overrides", &pop_scoped_overrides);
+  m.def("_parse_environment", [](const std::map<std::string, std::string>& env) {
+    const EnvironmentSettings e = parse_environment([&](const char* name) {
+      const auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+    return py::make_tuple(e.process_error, e.graph_error);
+  }, "(first bad process setting, first bad graph setting) of an environment given as a dict, as the "
+     "runtime reads its own: for tests.");
   m.def("last_error", &last_error, "The last error the backend reported to ExecuTorch.");
   m.def("loaded_memory_reports", [] {
     py::list l;
     for (ComputeGraph* g : live_graphs()) l.append(memory_report(*g));
     return l;
   }, "Memory report of every delegate currently loaded through ExecuTorch.");
+  m.def("loaded_shaders", [] {
+    py::list l;
+    for (ComputeGraph* g : live_graphs()) l.append(shaders(*g));
+    return l;
+  }, "The shaders of every delegate currently loaded through ExecuTorch (one list each, in load order): "
+     "which kernels a loaded program runs.");
 
   py::class_<ComputeGraph>(m, "Graph")
-      .def(py::init(&load_graph), py::arg("blob"), "Loads a delegate blob onto the device.")
+      .def(py::init(&load_graph), py::arg("blob"), py::arg("overrides") = py::none(),
+           "Loads a delegate blob onto the device. overrides: {setting: value} for this graph's kernel "
+           "choices (settings_table(), scope 'graph'; names without VKDELEGATE_), over the defaults "
+           "(the environment, or the enclosing vkdelegate.runtime.overrides()).")
       .def_property_readonly("num_inputs", &ComputeGraph::num_inputs)
       .def_property_readonly("num_outputs", &ComputeGraph::num_outputs)
       .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../settings.h"
 #include "memory.h"
 #include "pipeline.h"
 
@@ -24,11 +25,6 @@ const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-bool env_flag(const char* name) {
-  const char* v = env(name);
-  return v && std::strcmp(v, "0") != 0;
-}
-
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity,
     VkDebugUtilsMessageTypeFlagsEXT,
@@ -38,7 +34,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     g_validation_errors.fetch_add(1);
     std::fprintf(stderr, "[vkdelegate] Vulkan validation error: %s\n",
                  data->pMessage);
-  } else if (env_flag("VKDELEGATE_VERBOSE")) {
+  } else if (process_settings().verbose) {
     std::fprintf(stderr, "[vkdelegate] Vulkan: %s\n", data->pMessage);
   }
   return VK_FALSE;
@@ -182,7 +178,7 @@ void Context::create() {
   for (const auto& l : layers) {
     if (std::strcmp(l.layerName, kValidationLayer) == 0) layer_present = true;
   }
-  const bool want_validation = env_flag("VKDELEGATE_VALIDATION");
+  const bool want_validation = process_settings().validation;
   const char* env_layers = env("VK_INSTANCE_LAYERS");
   const bool env_validation =
       env_layers && std::strstr(env_layers, kValidationLayer) != nullptr;
@@ -232,7 +228,7 @@ void Context::create() {
     // The messenger also sees instance creation; messenger_info itself must
     // keep a null pNext, as it is reused for vkCreateDebugUtilsMessengerEXT.
     ici.pNext = &messenger_info;
-    if (want_validation && !env_flag("VKDELEGATE_NO_SYNC_VALIDATION")) {
+    if (want_validation && !process_settings().no_sync_validation) {
       features.pNext = &messenger_info;
       ici.pNext = &features;
     }
@@ -263,7 +259,7 @@ void Context::create() {
     vkGetPhysicalDeviceProperties(devices[i], &props[i]);
   }
   int chosen = -1;
-  if (const char* want = env("VKDELEGATE_DEVICE")) {
+  if (const char* want = process_settings().device.empty() ? nullptr : process_settings().device.c_str()) {
     char* end = nullptr;
     long idx = std::strtol(want, &end, 10);
     if (end && *end == '\0') {
@@ -355,7 +351,7 @@ void Context::create() {
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_props{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  const bool want_statistics = env_flag("VKDELEGATE_PIPELINE_STATS") &&
+  const bool want_statistics = process_settings().pipeline_stats &&
                                has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
   if (want_statistics) {
     *chain_end = &executable_props;
@@ -379,9 +375,8 @@ void Context::create() {
   info_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
   // take the large-tensor paths with small tensors (as on a device with a small limit).
-  if (const char* cap = std::getenv("VKDELEGATE_MAX_BINDING_BYTES")) {
-    const unsigned long long bytes = std::strtoull(cap, nullptr, 10);
-    if (bytes > 0 && bytes < info_.max_storage_buffer_range) info_.max_storage_buffer_range = bytes;
+  if (const std::optional<int64_t> bytes = process_settings().max_binding_bytes) {
+    info_.max_storage_buffer_range = std::min(info_.max_storage_buffer_range, static_cast<VkDeviceSize>(*bytes));
   }
   info_.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
@@ -390,7 +385,7 @@ void Context::create() {
   info_.timestamp_period_ns = p.limits.timestampPeriod;
   info_.shader_int64 = features2.features.shaderInt64;
   // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
-  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
+  if (process_settings().disable_fp16) {
     storage16.storageBuffer16BitAccess = VK_FALSE;
     storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
     float16int8.shaderFloat16 = VK_FALSE;
@@ -405,7 +400,7 @@ void Context::create() {
                               coopmat2.cooperativeMatrixTensorAddressing &&
                               coopmat2.cooperativeMatrixPerElementOperations;
   info_.pipeline_statistics = want_statistics && executable_props.pipelineExecutableInfo;
-  info_.pipeline_internal_representations = info_.pipeline_statistics && env_flag("VKDELEGATE_PIPELINE_IR");
+  info_.pipeline_internal_representations = info_.pipeline_statistics && process_settings().pipeline_ir;
 
   // One compute queue.
   n = 0;
@@ -532,10 +527,7 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
   // VKDELEGATE_FENCE_SPIN_US (default 1000; 0 blocks at once) before the
   // blocking wait, whose wake-up costs as much as a small graph's work (H100:
   // 25-70 us less per execute, an MLP 0.110 -> 0.084 ms, MobileNetV2 0.865 -> 0.82).
-  static const long spin_us = [] {
-    const char* v = std::getenv("VKDELEGATE_FENCE_SPIN_US");
-    return v ? std::max(0L, std::strtol(v, nullptr, 10)) : 1000L;
-  }();
+  const int64_t spin_us = process_settings().fence_spin_us;
   if (spin_us > 0) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
     while (std::chrono::steady_clock::now() < until) {
