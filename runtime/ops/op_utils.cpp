@@ -1,6 +1,7 @@
 #include "op_utils.h"
 
 #include "../vk/pipeline.h"
+#include "matmul_choice.h"
 
 namespace vkd {
 
@@ -25,14 +26,7 @@ std::string subgroup_variant(ComputeGraph& g, const std::string& name) {
 }
 
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base) {
-  if (g.settings().no_coopmat) return "";
-  if (g.settings().coopmat_emulate) return base + "_emu";
-  const DeviceInfo& info = g.context().info();
-  if (info.cooperative_matrix && info.subgroup_size == 32 && info.shader_float16 &&
-      info.has_cooperative_matrix_shape(16, 16, 16, "f16->f32")) {
-    return base;
-  }
-  return "";
+  return coopmat_f16_base(g.context().info(), g.settings(), base);
 }
 
 }  // namespace vkd

@@ -29,10 +29,8 @@ std::string variant(ComputeGraph& g, const std::string& base, int id);
 // The same choice for a shader without dtype variants: NAME_sg or NAME.
 std::string subgroup_variant(ComputeGraph& g, const std::string& name);
 
-// Cooperative-matrix kernels (coopconv, coopmm): `base` on a device with 16x16x16
-// f16->f32 subgroup matrices and subgroups of 32 (the setting NO_COOPMAT turns
-// them off), `base`_emu (the twin with loops instead of matrices, any device)
-// with COOPMAT_EMULATE, else "" (the float kernels). op_utils.cpp.
+// Cooperative-matrix kernels: `base`, `base`_emu or "" for this graph's device and
+// settings (matmul_choice.h: coopmat_f16_base).
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base);
 
 inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {

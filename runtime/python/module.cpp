@@ -7,6 +7,7 @@
 
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
+#include "../ops/matmul_choice.h"
 #include "../ops/op_registry.h"
 #include "../settings.h"
 
@@ -83,6 +84,61 @@ std::unique_ptr<ComputeGraph> load_graph(py::bytes blob, const py::object& overr
   const Settings settings = with_overrides(graph_defaults(), overrides_from(overrides));
   std::string data = blob;  // the graph copies what it keeps
   return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size(), settings);
+}
+
+// A device described by a dict of DeviceInfo's fields (the rest: none of the feature,
+// a limit of 0), for the pure kernel choices.
+DeviceInfo device_from(const py::dict& d) {
+  DeviceInfo i;
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    if (k == "subgroup_size") i.subgroup_size = value.cast<uint32_t>();
+    else if (k == "subgroup_arithmetic") i.subgroup_arithmetic = value.cast<bool>();
+    else if (k == "max_shared_memory") i.max_shared_memory = value.cast<uint32_t>();
+    else if (k == "max_storage_buffer_range") i.max_storage_buffer_range = value.cast<VkDeviceSize>();
+    else if (k == "max_workgroup_invocations") i.max_workgroup_invocations = value.cast<uint32_t>();
+    else if (k == "max_workgroup_count") {
+      const auto c = value.cast<std::vector<uint32_t>>();
+      if (c.size() != 3) throw SettingsError("max_workgroup_count: expected 3 values");
+      for (int j = 0; j < 3; ++j) i.max_workgroup_count[j] = c[j];
+    }
+    else if (k == "shader_float16") i.shader_float16 = value.cast<bool>();
+    else if (k == "integer_dot_product") i.integer_dot_product = value.cast<bool>();
+    else if (k == "cooperative_matrix") i.cooperative_matrix = value.cast<bool>();
+    else if (k == "cooperative_matrix2") i.cooperative_matrix2 = value.cast<bool>();
+    else if (k == "cooperative_matrix_shapes") i.cooperative_matrix_shapes = value.cast<std::vector<std::string>>();
+    else throw SettingsError("unknown device property '" + k + "'");
+  }
+  return i;
+}
+
+py::dict choose_matmul_py(const py::dict& problem, const py::dict& device, const py::object& overrides) {
+  MatmulProblem p;
+  for (const auto& [key, value] : problem) {
+    const std::string k = py::str(key);
+    if (k == "dtype") {
+      const std::string t = py::str(value);
+      if (t != "float32" && t != "float16") throw SettingsError("dtype: expected float32 or float16");
+      p.dtype = t == "float16" ? DType::Float16 : DType::Float32;
+      continue;
+    }
+    int64_t* field = k == "M" ? &p.M : k == "N" ? &p.N : k == "K" ? &p.K : k == "batch" ? &p.batch
+                   : k == "a_sb" ? &p.a_sb : k == "a_sm" ? &p.a_sm : k == "a_sk" ? &p.a_sk
+                   : k == "b_sb" ? &p.b_sb : k == "b_sk" ? &p.b_sk : k == "b_sn" ? &p.b_sn
+                   : k == "c_sb" ? &p.c_sb : nullptr;
+    if (field == nullptr) throw SettingsError("unknown product field '" + k + "'");
+    *field = value.cast<int64_t>();
+  }
+  const MatmulChoice c = choose_matmul(p, device_from(device), with_overrides(Settings{}, overrides_from(overrides)));
+  static const char* kinds[] = {"strided", "gemv", "tiled", "coop"};
+  py::dict d;
+  d["kernel"] = kinds[static_cast<int>(c.kernel)];
+  d["shader"] = c.shader;
+  d["local"] = py::make_tuple(c.local[0], c.local[1], c.local[2]);
+  d["tile"] = py::make_tuple(c.tile_m, c.tile_n);
+  d["splits"] = c.splits;
+  d["group_m"] = c.group_m;
+  return d;
 }
 
 py::list settings_table_py() {
@@ -168,6 +224,10 @@ PYBIND11_MODULE(_vkdelegate, m) {
   m.def("_push_overrides", [](const py::object& o) { push_scoped_overrides(overrides_from(o)); },
         "Starts a scope of graph-setting overrides on this thread (use vkdelegate.runtime.overrides).");
   m.def("_pop_overrides", &pop_scoped_overrides);
+  m.def("choose_matmul", &choose_matmul_py, py::arg("problem"), py::arg("device"), py::arg("overrides") = py::none(),
+        "The kernel a matrix product takes (runtime/ops/matmul_choice.h), without a GPU: problem {dtype, M, N, "
+        "K, batch, strides a_sb a_sm a_sk b_sb b_sk b_sn c_sb}, device {DeviceInfo fields}, settings over the "
+        "built-in defaults (not the environment).");
   m.def("_parse_environment", [](const std::map<std::string, std::string>& env) {
     const EnvironmentSettings e = parse_environment([&](const char* name) {
       const auto it = env.find(name);
