@@ -121,3 +121,71 @@ def test_bad_inputs_are_clear_errors():
         _vkdelegate.choose_matmul(mm(8, 8, 8), {"smem": 1})
     with pytest.raises(ValueError, match="unknown product field 'rows'"):
         _vkdelegate.choose_matmul({"rows": 8}, H100)
+
+
+def conv(cin, cout, taps, pixels, batch=1, groups=1, dtype="float32", transposed=False):
+    """A convolution of cin -> cout channels, `taps` kernel taps, `pixels` output pixels an image."""
+    return dict(dtype=dtype, transposed=transposed, groups=groups, batch=batch, icpg=cin // groups,
+                ocpg=cout // groups, kernel_taps=taps, out_pixels=pixels)
+
+
+def choose_conv(problem, device, **settings):
+    return _vkdelegate.choose_conv(problem, device, settings)
+
+
+@pytest.mark.parametrize("problem,shader", [
+    (conv(64, 64, 9, 56 * 56, batch=32), "conv2d_tiled_c64_f32"),    # 784 c64 workgroups
+    (conv(256, 256, 9, 14 * 14, batch=32), "conv2d_tiled_c32_f32"),  # c64: 196, c32: 392
+    (conv(128, 128, 9, 28 * 28, batch=8), "conv2d_tiled_c64_f32"),   # 98 with K = 1152
+    (conv(45, 83, 9, 16 * 15, batch=64), "conv2d_tiled_c32_f32"),    # c64 would pad 83 to 128
+    (conv(64, 64, 9, 56 * 56), "conv2d_gemm_sk"),                    # batch 1: 25 workgroups
+    (conv(64, 256, 1, 56 * 56), "conv2d_gemm_sk"),                   # K = 64 (ResNet-50's expansion)
+    (conv(16, 96, 1, 56 * 56, batch=32), "conv2d_gemm"),             # K = 16
+    (conv(64, 8, 9, 56 * 56, batch=32), "conv2d"),                   # 8 output channels
+    (conv(16, 16, 9, 56 * 56, groups=16), "conv2d_dw"),
+    (conv(16, 32, 9, 19 * 19, transposed=True), "conv_transpose2d"),
+])
+def test_float32_convolutions(problem, shader):
+    assert choose_conv(problem, H100)["shader"] == shader
+
+
+def test_conv_gemm_variants_by_tiles():
+    """conv2d_gemm from 256 tiles of 64 x 64, sk (32 x 16) from 96 of its tiles, else sk16."""
+    assert choose_conv(conv(19, 70, 9, 40 * 40, batch=8), H100, NO_TILED_CONV=True)["shader"] == "conv2d_gemm"
+    assert choose_conv(conv(45, 83, 15, 31 * 27), H100)["shader"] == "conv2d_gemm_sk"
+    c = choose_conv(conv(70, 36, 9, 7 * 7), H100)
+    assert (c["shader"], c["local"], c["tile"]) == ("conv2d_gemm_sk16", (4, 4, 16), (16, 16))
+    assert choose_conv(conv(70, 36, 9, 7 * 7), H100, CONV_GEMM="gemm")["shader"] == "conv2d_gemm"
+    # a variant beyond the device's shared memory falls back to sk16
+    assert choose_conv(conv(19, 70, 9, 40 * 40, batch=8), dict(H100, max_shared_memory=8000),
+                       NO_TILED_CONV=True)["shader"] == "conv2d_gemm_sk16"
+
+
+def test_float16_convolutions_take_cooperative_matrices():
+    # many tiles: l, unsplit
+    c = choose_conv(conv(64, 64, 9, 56 * 56, batch=32, dtype="float16"), H100)
+    assert (c["kernel"], c["shader"], c["local"], c["tile"], c["splits"]) == \
+        ("coop", "conv2d_coop_l_f16", (128, 1, 1), (64, 64), 1)
+    # 512 channels at 7 x 7, batch 1: 32 tiles of m, K = 4608 cut into 8 slices (about 256 workgroups)
+    c = choose_conv(conv(512, 512, 9, 7 * 7, dtype="float16"), H100)
+    assert (c["shader"], c["splits"]) == ("conv2d_coop_m_sk_f16", 8)
+    assert choose_conv(conv(512, 512, 9, 7 * 7, dtype="float16"), H100, COOPCONV_SPLITK=1)["shader"] == \
+        "conv2d_coop_m_f16"
+    assert choose_conv(conv(512, 512, 9, 7 * 7, dtype="float16"), H100, COOPCONV_TILE="s",
+                       COOPCONV_SPLITK=3)["shader"] == "conv2d_coop_s_sk_f16"
+    # a short K (one stage) is not split
+    assert choose_conv(conv(8, 64, 1, 40 * 40, dtype="float16"), LAVAPIPE, COOPMAT_EMULATE=True)["splits"] == 1
+    assert choose_conv(conv(128, 32, 9, 5 * 5, dtype="float16"), LAVAPIPE,
+                       COOPMAT_EMULATE=True)["shader"] == "conv2d_coop_emu_m_sk_f16"
+    assert choose_conv(conv(64, 64, 9, 56 * 56, dtype="float16"), H100, NO_COOPMAT=True)["kernel"] == "gemm"
+    assert choose_conv(conv(64, 64, 9, 56 * 56, dtype="float16"), LAVAPIPE)["kernel"] == "gemm"
+
+
+def test_forced_tiled_convolution():
+    """TILED_CONV=1 takes the kernel at any size (the variant by channels), never for
+    groups, transposed or float16 convolutions."""
+    assert choose_conv(conv(40, 36, 1, 9 * 7, batch=3), LAVAPIPE, TILED_CONV="1")["shader"] == "conv2d_tiled_c64_f32"
+    assert choose_conv(conv(40, 36, 1, 9 * 7, batch=3), LAVAPIPE, TILED_CONV="c128")["local"] == (16, 16, 1)
+    assert choose_conv(conv(16, 32, 9, 81, groups=2), LAVAPIPE, TILED_CONV="1")["kernel"] == "gemm"
+    assert choose_conv(conv(16, 32, 9, 81, dtype="float16"), LAVAPIPE, TILED_CONV="1")["kernel"] == "gemm"
+    assert choose_conv(conv(64, 64, 9, 56 * 56, batch=32), H100, NO_TILED_CONV=True)["kernel"] == "gemm"

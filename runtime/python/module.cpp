@@ -7,6 +7,7 @@
 
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
+#include "../ops/conv_choice.h"
 #include "../ops/matmul_choice.h"
 #include "../ops/op_registry.h"
 #include "../settings.h"
@@ -112,14 +113,18 @@ DeviceInfo device_from(const py::dict& d) {
   return i;
 }
 
+DType float_dtype(const py::handle& value) {
+  const std::string t = py::str(value);
+  if (t != "float32" && t != "float16") throw SettingsError("dtype: expected float32 or float16");
+  return t == "float16" ? DType::Float16 : DType::Float32;
+}
+
 py::dict choose_matmul_py(const py::dict& problem, const py::dict& device, const py::object& overrides) {
   MatmulProblem p;
   for (const auto& [key, value] : problem) {
     const std::string k = py::str(key);
     if (k == "dtype") {
-      const std::string t = py::str(value);
-      if (t != "float32" && t != "float16") throw SettingsError("dtype: expected float32 or float16");
-      p.dtype = t == "float16" ? DType::Float16 : DType::Float32;
+      p.dtype = float_dtype(value);
       continue;
     }
     int64_t* field = k == "M" ? &p.M : k == "N" ? &p.N : k == "K" ? &p.K : k == "batch" ? &p.batch
@@ -138,6 +143,33 @@ py::dict choose_matmul_py(const py::dict& problem, const py::dict& device, const
   d["tile"] = py::make_tuple(c.tile_m, c.tile_n);
   d["splits"] = c.splits;
   d["group_m"] = c.group_m;
+  return d;
+}
+
+py::dict choose_conv_py(const py::dict& problem, const py::dict& device, const py::object& overrides) {
+  ConvProblem p;
+  for (const auto& [key, value] : problem) {
+    const std::string k = py::str(key);
+    if (k == "dtype") {
+      p.dtype = float_dtype(value);
+    } else if (k == "transposed") {
+      p.transposed = value.cast<bool>();
+    } else {
+      int64_t* field = k == "groups" ? &p.groups : k == "batch" ? &p.batch : k == "icpg" ? &p.icpg
+                     : k == "ocpg" ? &p.ocpg : k == "kernel_taps" ? &p.kernel_taps
+                     : k == "out_pixels" ? &p.out_pixels : nullptr;
+      if (field == nullptr) throw SettingsError("unknown convolution field '" + k + "'");
+      *field = value.cast<int64_t>();
+    }
+  }
+  const ConvChoice c = choose_conv(p, device_from(device), with_overrides(Settings{}, overrides_from(overrides)));
+  static const char* kinds[] = {"tiled", "coop", "gemm", "transposed", "depthwise", "direct"};
+  py::dict d;
+  d["kernel"] = kinds[static_cast<int>(c.kernel)];
+  d["shader"] = c.shader;
+  d["local"] = py::make_tuple(c.local[0], c.local[1], c.local[2]);
+  d["tile"] = py::make_tuple(c.tile_m, c.tile_n);
+  d["splits"] = c.splits;
   return d;
 }
 
@@ -228,6 +260,10 @@ PYBIND11_MODULE(_vkdelegate, m) {
         "The kernel a matrix product takes (runtime/ops/matmul_choice.h), without a GPU: problem {dtype, M, N, "
         "K, batch, strides a_sb a_sm a_sk b_sb b_sk b_sn c_sb}, device {DeviceInfo fields}, settings over the "
         "built-in defaults (not the environment).");
+  m.def("choose_conv", &choose_conv_py, py::arg("problem"), py::arg("device"), py::arg("overrides") = py::none(),
+        "The kernel a convolution takes (runtime/ops/conv_choice.h), without a GPU: problem {dtype, "
+        "transposed, groups, batch, icpg, ocpg, kernel_taps, out_pixels}, device {DeviceInfo fields}, "
+        "settings over the built-in defaults.");
   m.def("_parse_environment", [](const std::map<std::string, std::string>& env) {
     const EnvironmentSettings e = parse_environment([&](const char* name) {
       const auto it = env.find(name);
