@@ -10,6 +10,8 @@ False and ``unavailable_reason()`` says why.
 # executorch.runtime's bindings link, so the backend registers where they look,
 # whichever is imported first. Importing executorch.runtime here would cost
 # seconds (it imports the whole exir compiler, and with it torchao).
+import contextlib
+
 from . import _vkdelegate
 from ._vkdelegate import (  # noqa: F401
     BACKEND_ID,
@@ -20,7 +22,9 @@ from ._vkdelegate import (  # noqa: F401
     is_available,
     last_error,
     loaded_memory_reports,
+    loaded_shaders,
     registered_ops,
+    settings_table,
     unavailable_reason,
     validation_enabled,
     validation_error_count,
@@ -28,9 +32,29 @@ from ._vkdelegate import (  # noqa: F401
 
 __all__ = [
     "BACKEND_ID", "Graph", "GraphError", "VulkanError", "device_info", "is_available",
-    "last_error", "loaded_memory_reports", "registered_ops", "unavailable_reason",
-    "validation_enabled", "validation_error_count", "runner_path",
+    "last_error", "loaded_memory_reports", "loaded_shaders", "registered_ops", "unavailable_reason",
+    "validation_enabled", "validation_error_count", "runner_path", "settings_table", "overrides",
 ]
+
+
+@contextlib.contextmanager
+def overrides(**settings):
+    """Graph settings for the graphs loaded on this thread inside the block.
+
+    ``with vkdelegate.runtime.overrides(COOPMM_TILE="w", COOPMAT_EMULATE=True):``
+    then load a program (``executorch.runtime``'s ``load_method``, or ``Graph(blob)``):
+    its delegates choose kernels with these settings over the environment's. Names are
+    the settings without ``VKDELEGATE_`` (``settings_table()``, scope ``graph``);
+    values are bools, ints or strs, None for the default. Scopes nest, hold for the
+    calling thread only (a load on another thread is unaffected) and end with the block;
+    graphs keep the settings they were loaded with. An unknown name or a value the
+    setting does not accept raises ValueError on entry.
+    """
+    _vkdelegate._push_overrides(settings)
+    try:
+        yield
+    finally:
+        _vkdelegate._pop_overrides()
 
 
 def runner_path() -> str:

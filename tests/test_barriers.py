@@ -3,13 +3,12 @@ dispatches that touch the same bytes of a buffer with at least one write, and
 independent dispatches are grouped between barriers. Every test runs under
 Khronos synchronization validation (conftest), so a missing barrier fails it;
 test_dropping_barriers_is_caught proves that check is live."""
-import os
-
 import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, delegate_blob, lower
+from helpers import TOLERANCES, lower
+from helpers import delegate_blob
 from vkdelegate.examples.models.transformer import TransformerBlock
 
 
@@ -39,8 +38,8 @@ class Inception(torch.nn.Module):
         return torch.cat([b1, self.b3(x), self.b5(x), pooled], dim=1)
 
 
-def graph_of(module, inputs, **kw):
-    return rt._vkdelegate.Graph(delegate_blob(lower(module, inputs, **kw)))
+def graph_of(module, inputs, settings=None, **kw):
+    return rt.Graph(delegate_blob(lower(module, inputs, **kw)), overrides=settings)
 
 
 def check_branches(outs, x):
@@ -52,14 +51,7 @@ def run(graph, inputs):
     return [torch.from_numpy(o) for o in graph.run([i.numpy() for i in inputs])]
 
 
-@pytest.fixture
-def env(monkeypatch):
-    for name in ("VKDELEGATE_ALL_BARRIERS", "VKDELEGATE_NO_BARRIERS", "VKDELEGATE_NO_REORDER"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
-def test_independent_branches_share_one_batch(env):
+def test_independent_branches_share_one_batch():
     x = torch.randn(2, 33) * 4
     g = graph_of(Branches(), (x,))
     check_branches(run(g, (x,)), x)
@@ -67,20 +59,17 @@ def test_independent_branches_share_one_batch(env):
     assert g.barrier_stats() == (4, 1)
 
 
-def test_all_barriers_env_restores_one_barrier_per_dispatch(env):
-    env.setenv("VKDELEGATE_ALL_BARRIERS", "1")
+def test_all_barriers_restores_one_barrier_per_dispatch():
     x = torch.randn(2, 33)
-    g = graph_of(Branches(), (x,))
+    g = graph_of(Branches(), (x,), {"ALL_BARRIERS": True})
     check_branches(run(g, (x,)), x)
     assert g.barrier_stats() == (4, 3)
 
 
 @pytest.mark.parametrize("reorder", [True, False])
-def test_inception_branches_and_views(env, reorder):
-    if not reorder:
-        env.setenv("VKDELEGATE_NO_REORDER", "1")
+def test_inception_branches_and_views(reorder):
     m, x = Inception().eval(), torch.randn(2, 4, 7, 7)
-    g = graph_of(m, (x,))
+    g = graph_of(m, (x,), {"NO_REORDER": not reorder})
     for _ in range(2):  # a replay orders after the previous execute too
         (out,) = run(g, (x,))
         torch.testing.assert_close(out, m(x), **TOLERANCES["matmul"])
@@ -88,7 +77,7 @@ def test_inception_branches_and_views(env, reorder):
     assert barriers < dispatches - 1
 
 
-def test_transformer_block_dynamic_shapes_rerecord(env):
+def test_transformer_block_dynamic_shapes_rerecord():
     """q/k/v and the residual branch, resized: every re-record is checked too."""
     model = TransformerBlock(dim=32, heads=2).eval()
     seq = torch.export.Dim("seq", min=1, max=24)
@@ -102,7 +91,7 @@ def test_transformer_block_dynamic_shapes_rerecord(env):
     assert barriers < dispatches - 1
 
 
-def test_profiling_keeps_a_barrier_per_dispatch(env):
+def test_profiling_keeps_a_barrier_per_dispatch():
     x = torch.randn(2, 33)
     g = graph_of(Branches(), (x,))
     run(g, (x,))
@@ -114,14 +103,13 @@ def test_profiling_keeps_a_barrier_per_dispatch(env):
 
 
 @pytest.mark.provokes_validation_errors
-def test_dropping_barriers_is_caught(env):
-    """VKDELEGATE_NO_BARRIERS=1 records no barrier between dispatches: the
+def test_dropping_barriers_is_caught():
+    """NO_BARRIERS records no barrier between dispatches: the
     synchronization validation must report the hazards (else its check is dead)."""
     if not rt.validation_enabled():
         pytest.skip("the Khronos validation layer is not enabled")
-    env.setenv("VKDELEGATE_NO_BARRIERS", "1")
     x = torch.randn(2, 33)
-    g = graph_of(Branches(), (x,))
+    g = graph_of(Branches(), (x,), {"NO_BARRIERS": True})
     before = rt.validation_error_count()
     run(g, (x,))
     assert g.barrier_stats() == (4, 0)

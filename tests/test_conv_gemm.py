@@ -6,8 +6,8 @@ that ran is checked, so each variant is proven taken."""
 import pytest
 import torch
 
-import vkdelegate.runtime as rt
-from helpers import TOLERANCES, delegate_blob, lower, run_pte
+from helpers import TOLERANCES, lower
+from kernel_check import assert_ran, chosen_shaders, run_forcing
 
 
 class Conv(torch.nn.Module):
@@ -36,43 +36,33 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_gemm_variants(case, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_NO_TILED_CONV", "1")  # a newer fp32 kernel may take these otherwise
+def test_gemm_variants(case):
     variant, shape, cout, k, stride, padding, dilation, relu = case
     module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
     x = torch.randn(shape) * 2
-    em = lower(module, (x,))
-    blob = delegate_blob(em)
-    shaders = rt.Graph(blob).shaders()
-    assert variant in shaders, shaders
-    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    run = run_forcing(module, (x,), NO_TILED_CONV=True)  # a newer fp32 kernel may take these otherwise
+    assert_ran(run, variant)
+    out = run.outputs[0]
     with torch.no_grad():
         ref = module(x)
     torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
 
 
 @pytest.mark.parametrize("forced", ["gemm", "sk", "sk16"])
-def test_forced_variant(forced, monkeypatch):
-    """VKDELEGATE_CONV_GEMM forces a variant on every GEMM convolution (where the
+def test_forced_variant(forced):
+    """The setting CONV_GEMM forces a variant on every GEMM convolution (where the
     device's shared memory and invocation limits allow it; lavapipe allows all)."""
-    monkeypatch.setenv("VKDELEGATE_NO_TILED_CONV", "1")
-    monkeypatch.setenv("VKDELEGATE_CONV_GEMM", forced)
     for _, shape, cout, k, stride, padding, dilation, relu in CASES[2:]:
         module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
         x = torch.randn(shape)
-        em = lower(module, (x,))
-        blob = delegate_blob(em)
-        name = "conv2d_gemm_f32" if forced == "gemm" else f"conv2d_gemm_{forced}_f32"
-        assert name in rt.Graph(blob).shaders()
-        out = run_pte(em.to_executorch().buffer, (x,))[0]
+        run = run_forcing(module, (x,), NO_TILED_CONV=True, CONV_GEMM=forced)
+        assert_ran(run, "conv2d_gemm_f32" if forced == "gemm" else f"conv2d_gemm_{forced}_f32")
         with torch.no_grad():
-            torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
+            torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])
 
 
-def test_forced_variant_bad_value(monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_CONV_GEMM", "sk7")
+def test_forced_variant_bad_value():
     module = Conv(20, 30, 3, 1, 1, 1, False).eval()
-    with pytest.raises(Exception, match="VKDELEGATE_CONV_GEMM=sk7"):
-        em = lower(module, (torch.randn(1, 20, 8, 8),))
-        blob = delegate_blob(em)
-        rt.Graph(blob)
+    em = lower(module, (torch.randn(1, 20, 8, 8),))
+    with pytest.raises(ValueError, match="VKDELEGATE_CONV_GEMM=sk7: expected one of gemm, sk, sk16"):
+        chosen_shaders(em, CONV_GEMM="sk7")

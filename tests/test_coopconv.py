@@ -1,6 +1,6 @@
 """coopconv family: the cooperative-matrix implicit-GEMM convolution for float16
 (glsl/conv2d_coop.glslh). Lavapipe has no cooperative matrices, so these run its
-emulated twin (VKDELEGATE_COOPMAT_EMULATE=1: the same indexing, the matrix
+emulated twin (the setting COOPMAT_EMULATE: the same indexing, the matrix
 operations as loops), each tile variant forced in turn, on shapes that hit every
 edge: channels and pixels not multiples of 16, K over several stages, stride,
 padding, dilation, groups, batch > 1, 1x1 (the pointwise path), 1-D, and the
@@ -9,9 +9,10 @@ import copy
 
 import pytest
 import torch
-from helpers import cpu_ops, delegate_blob, delegate_calls, load_method, lower, relative_error, run_pte
-from op_samples import ConvClamp
+from helpers import cpu_ops, delegate_calls, lower, relative_error
+from kernel_check import assert_ran, chosen_shaders, run_forcing
 from torch import nn
+from op_samples import ConvClamp
 
 inf = float("inf")
 
@@ -43,35 +44,36 @@ CASES = {
 }
 
 
-def _run_half(name, monkeypatch, env):
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+def _run_half(name, **settings):
+    """(output, float reference on the half values, shaders that ran)"""
     torch.manual_seed(0)
     module = CASES[name][0]().eval()
     inputs = CASES[name][1]()
     half, half_inputs = copy.deepcopy(module).half(), tuple(x.half() for x in inputs)
     em = lower(half, half_inputs)
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    out = run_pte(em.to_executorch().buffer, half_inputs)[0]
+    run = run_forcing(half, half_inputs, edge_manager=em, **settings)
     with torch.no_grad():  # float math on the half-rounded weights and inputs
         ref = copy.deepcopy(half).float()(*(x.float() for x in half_inputs))
-    return out, ref
+    return run.outputs[0], ref, run.shaders
 
 
 @pytest.mark.parametrize("tile", ["l", "m", "s"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_emulated_coop_conv_matches_eager(name, tile, monkeypatch):
-    out, ref = _run_half(name, monkeypatch, {"VKDELEGATE_COOPMAT_EMULATE": "1", "VKDELEGATE_COOPCONV_TILE": tile})
+def test_emulated_coop_conv_matches_eager(name, tile):
+    out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile)
+    assert any(s.startswith(f"conv2d_coop_emu_{tile}_") for s in shaders), shaders
     assert out.dtype == torch.float16 and out.shape == ref.shape
     assert relative_error(out.float(), ref) <= RTOL
 
 
-def test_emulated_kernel_is_the_one_that_runs(monkeypatch):
+def test_emulated_kernel_is_the_one_that_runs():
     """The emulated kernel sums in another order than the float GEMM kernel: some
-    half-rounded output differs, so the environment variable did pick it."""
+    half-rounded output differs, so the setting did pick it."""
     name = "deep_k_several_stages"
-    emulated, _ = _run_half(name, monkeypatch, {"VKDELEGATE_COOPMAT_EMULATE": "1"})
-    fallback, _ = _run_half(name, monkeypatch, {"VKDELEGATE_COOPMAT_EMULATE": "0"})
+    emulated, _, _ = _run_half(name, COOPMAT_EMULATE=True)
+    fallback, _, shaders = _run_half(name, COOPMAT_EMULATE=False)
+    assert not any("coop" in s for s in shaders), shaders
     assert not torch.equal(emulated, fallback)
 
 
@@ -83,57 +85,44 @@ SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwi
                "conv1d", "residual_no_bound_no_bias", "stride2_dilation2_asym_no_bias"]
 
 
-def _shaders(name, monkeypatch, env):
-    import vkdelegate.runtime as rt
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    module = CASES[name][0]().eval().half()
-    return rt.Graph(delegate_blob(lower(module, tuple(x.half() for x in CASES[name][1]())))).shaders()
-
-
-@pytest.mark.parametrize("splits", ["2", "3", "16"])
+@pytest.mark.parametrize("splits", [2, 3, 16])
 @pytest.mark.parametrize("tile", ["l", "m", "s"])
 @pytest.mark.parametrize("name", SPLIT_CASES)
-def test_emulated_coop_conv_split_k_matches_eager(name, tile, splits, monkeypatch):
-    env = {"VKDELEGATE_COOPMAT_EMULATE": "1", "VKDELEGATE_COOPCONV_TILE": tile, "VKDELEGATE_COOPCONV_SPLITK": splits}
-    shaders = _shaders(name, monkeypatch, env)
+def test_emulated_coop_conv_split_k_matches_eager(name, tile, splits):
+    out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile, COOPCONV_SPLITK=splits)
     K = {"deep_k_several_stages": 70 * 9, "residual_relu": 16 * 9, "clamp_relu6": 20 * 9,
          "pointwise_groups2_batch3": 17, "conv1d": 5 * 5, "residual_no_bound_no_bias": 24 * 9,
          "stride2_dilation2_asym_no_bias": 8 * 15}[name]
     kc = 128 if tile == "s" else 32
     if -(-K // kc) > 1:  # more than one stage: the forced split (at most one slice per stage) is taken
-        assert f"conv2d_coop_emu_{tile}_sk_f16" in shaders and "conv2d_splitk_reduce_f16" in shaders, shaders
+        assert_ran(shaders, f"conv2d_coop_emu_{tile}_sk_f16", "conv2d_splitk_reduce_f16")
     else:
-        assert f"conv2d_coop_emu_{tile}_f16" in shaders, shaders
-    out, ref = _run_half(name, monkeypatch, env)
+        assert_ran(shaders, f"conv2d_coop_emu_{tile}_f16")
     assert out.dtype == torch.float16 and out.shape == ref.shape
     assert relative_error(out.float(), ref) <= RTOL
 
 
-def test_split_k_is_the_default_for_few_tiles_and_long_k(monkeypatch):
+def test_split_k_is_the_default_for_few_tiles_and_long_k():
     """A deep layer at batch 1 (few 16x16 tiles, K over many stages) splits K by default;
     one with many tiles does not."""
-    import vkdelegate.runtime as rt
-
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     deep = nn.Conv2d(128, 32, 3, padding=1).eval().half()  # 4 tiles of s; K = 1152: 9 stages
     x = _x(1, 128, 5, 5).half()
-    assert "conv2d_splitk_reduce_f16" in rt.Graph(delegate_blob(lower(deep, (x,)))).shaders()
+    assert "conv2d_splitk_reduce_f16" in chosen_shaders(lower(deep, (x,)), COOPMAT_EMULATE=True)
     wide = nn.Conv2d(8, 64, 1).eval().half()  # K = 8: one stage
-    assert "conv2d_splitk_reduce_f16" not in rt.Graph(delegate_blob(lower(wide, (_x(1, 8, 40, 40).half(),)))).shaders()
+    assert "conv2d_splitk_reduce_f16" not in chosen_shaders(lower(wide, (_x(1, 8, 40, 40).half(),)),
+                                                            COOPMAT_EMULATE=True)
 
 
-def test_split_k_resizes_in_one_loaded_program(monkeypatch):
+def test_split_k_resizes_in_one_loaded_program():
     """A dynamic batch and image: slices, scratch and reduce follow every size."""
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "3")
     module = ConvClamp(nn.Conv2d(40, 24, 3, padding=1), 0.0, 6.0).eval().half()
     batch, height = torch.export.Dim("batch", min=1, max=3), torch.export.Dim("height", min=2, max=9)
     inputs = (_x(3, 40, 9, 7, scale=3.0).half(), _x(3, 24, 9, 7).half())
     em = lower(module, inputs, dynamic_shapes=({0: batch, 2: height}, {0: batch, 2: height}))
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    method = load_method(em.to_executorch().buffer)
+    run = run_forcing(module, inputs, edge_manager=em, COOPMAT_EMULATE=True, COOPCONV_SPLITK=3)
+    assert_ran(run, "conv2d_splitk_reduce_f16")
+    method = run.method
     for n, h in ((3, 9), (1, 4), (2, 9), (1, 2), (3, 9)):
         torch.manual_seed(n * 10 + h)
         x = (torch.randn(n, 40, h, 7).half() * 3, torch.randn(n, 24, h, 7).half())
@@ -144,12 +133,8 @@ def test_split_k_resizes_in_one_loaded_program(monkeypatch):
         assert out.shape == ref.shape and relative_error(out.float(), ref) <= RTOL
 
 
-def test_split_k_bad_setting_is_a_clear_error(monkeypatch):
-    import vkdelegate.runtime as rt
-
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    monkeypatch.setenv("VKDELEGATE_COOPCONV_SPLITK", "many")
+def test_split_k_bad_setting_is_a_clear_error():
     module = nn.Conv2d(64, 32, 3, padding=1).eval().half()
-    blob = delegate_blob(lower(module, (_x(1, 64, 5, 5).half(),)))
-    with pytest.raises(Exception, match="VKDELEGATE_COOPCONV_SPLITK=many"):
-        rt.Graph(blob)
+    em = lower(module, (_x(1, 64, 5, 5).half(),))
+    with pytest.raises(ValueError, match="VKDELEGATE_COOPCONV_SPLITK=many: expected an integer from 1 to 16"):
+        chosen_shaders(em, COOPMAT_EMULATE=True, COOPCONV_SPLITK="many")

@@ -1,17 +1,18 @@
 """coopmm family: the cooperative-matrix float16 matmul (glsl/matmul_coop.glslh).
 Lavapipe has no cooperative matrices, so these run its emulated twin
-(VKDELEGATE_COOPMAT_EMULATE=1: the same tiling and indexing, the matrix operations
+(the setting COOPMAT_EMULATE: the same tiling and indexing, the matrix operations
 as loops), each tile variant whose shared memory fits the device forced in turn, on
 mm, addmm (alpha, beta, broadcast bias), linear (3-D input, bias; B contiguous in k)
 and bmm (batch 3) at shapes that hit every edge: M, N, K not multiples of 16 or of
 the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
 16-byte aligned (guarded scalar loads and stores) and aligned ones (vector loads and
-stores). Graph.shaders() proves which kernel ran."""
+stores). The shaders of the loaded program prove which kernel ran."""
 import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, delegate_blob, load_method, lower, relative_error, run_pte
+from helpers import TOLERANCES, lower, relative_error
+from kernel_check import assert_ran, chosen_shaders, run_forcing
 
 # One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
 # index gives O(1) errors.
@@ -73,16 +74,13 @@ def cases(m, k, n):
     ]
 
 
-def run_case(module, inputs):
-    """(output, float reference on the same half values, shaders of the graph)"""
-    em = lower(module.eval(), inputs)
-    blob = delegate_blob(em)
-    shaders = rt.Graph(blob).shaders()
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
+def run_case(module, inputs, **settings):
+    """(output, float reference on the same half values, shaders that ran)"""
+    run = run_forcing(module.eval(), inputs, **settings)
     with torch.no_grad():
         ref = module.float()(*(x.float() for x in inputs))
     module.half()
-    return out, ref, shaders
+    return run.outputs[0], ref, run.shaders
 
 
 def check(out, ref):
@@ -93,9 +91,7 @@ def check(out, ref):
 
 @pytest.mark.parametrize("tile", sorted(VARIANTS))
 @pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
-def test_emulated_coop_matmul_matches_eager(tile, shape, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    monkeypatch.setenv("VKDELEGATE_COOPMM_TILE", tile)
+def test_emulated_coop_matmul_matches_eager(tile, shape):
     smem = rt.device_info()["max_shared_memory"]
     ran = 0
     for name, module, inputs, b_kmajor in cases(*shape):
@@ -103,65 +99,55 @@ def test_emulated_coop_matmul_matches_eager(tile, shape, monkeypatch):
             continue
         if name.startswith("linear") and shape[0] == 1:
             continue  # one row of a linear is a matrix-vector product (gemv.glsl)
-        out, ref, shaders = run_case(module, inputs)
+        out, ref, shaders = run_case(module, inputs, COOPMAT_EMULATE=True, COOPMM_TILE=tile)
         kind = "kb" if b_kmajor else "nb"
-        assert f"matmul_coop_emu_{tile}_{kind}_f16" in shaders, (name, shaders)
+        assert_ran(shaders, f"matmul_coop_emu_{tile}_{kind}_f16")
         check(out, ref)
         ran += 1
     if ran == 0:
         pytest.skip(f"variant {tile} needs more shared memory than this device's {smem} bytes")
 
 
-def test_default_selection_runs_coop_and_falls_back(monkeypatch):
+def test_default_selection_runs_coop_and_falls_back():
     """Without a forced tile the emulated kernel is chosen for float16 products and
-    agrees with eager; VKDELEGATE_NO_COOPMAT=1 (or no cooperative matrices on the
-    device) keeps matmul.glsl, and float32 never takes the half kernel."""
+    agrees with eager; NO_COOPMAT (or no cooperative matrices on the device) keeps
+    matmul.glsl, and float32 never takes the half kernel."""
     module, inputs = Mm(), (torch.randn(300, 70).half(), torch.randn(70, 90).half())
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    out, ref, shaders = run_case(module, inputs)
+    out, ref, shaders = run_case(module, inputs, COOPMAT_EMULATE=True)
     assert any(s.startswith("matmul_coop_emu_") for s in shaders), shaders
     check(out, ref)
 
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "0")
-    monkeypatch.setenv("VKDELEGATE_NO_COOPMAT", "1")
-    out, ref, shaders = run_case(module, inputs)
+    out, ref, shaders = run_case(module, inputs, COOPMAT_EMULATE=False, NO_COOPMAT=True)
     assert "matmul_f16" in shaders and not any("coop" in s for s in shaders), shaders
     check(out, ref)
 
-    monkeypatch.delenv("VKDELEGATE_NO_COOPMAT")
-    out, ref, shaders = run_case(module, inputs)
+    out, ref, shaders = run_case(module, inputs, COOPMAT_EMULATE=False)
     native = rt.device_info()["cooperative_matrix"] and rt.device_info()["subgroup_size"] == 32
     assert any(s.startswith("matmul_coop_") and "emu" not in s for s in shaders) == native, shaders
     check(out, ref)
 
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    _, _, shaders = run_case(Mm(), (torch.randn(64, 32), torch.randn(32, 64)))
+    _, _, shaders = run_case(Mm(), (torch.randn(64, 32), torch.randn(32, 64)), COOPMAT_EMULATE=True)
     assert not any("coop" in s for s in shaders), shaders
 
 
-def test_bad_forced_tile_is_a_clear_error(monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
-    monkeypatch.setenv("VKDELEGATE_COOPMM_TILE", "huge")
+def test_bad_forced_tile_is_a_clear_error():
     inputs = (torch.randn(8, 8).half(), torch.randn(8, 8).half())
     em = lower(Mm().eval(), inputs)
-    blob = delegate_blob(em)
-    with pytest.raises(Exception, match="VKDELEGATE_COOPMM_TILE=huge"):
-        rt.Graph(blob)
+    with pytest.raises(ValueError, match="VKDELEGATE_COOPMM_TILE=huge: expected one of l, lt,"):
+        chosen_shaders(em, COOPMAT_EMULATE=True, COOPMM_TILE="huge")
 
 
-def test_emulated_coop_matmul_resizes_in_one_loaded_program(monkeypatch):
+def test_emulated_coop_matmul_resizes_in_one_loaded_program():
     """A dynamic row count: the kernel chosen at load (from the largest sizes) runs
     every size, its vector-load and store flags recomputed at each (K = 64, N = 40:
     16-byte rows; N = 36 in the linear: guarded scalar ones)."""
-    monkeypatch.setenv("VKDELEGATE_COOPMAT_EMULATE", "1")
     rows = torch.export.Dim("rows", min=1, max=300)
     for module, b_kmajor, n in ((Mm(), False, 40), (Linear(64, 36).half(), True, 36)):
         inputs = (torch.randn(300, 64).half(),) + ((torch.randn(64, n).half(),) if not b_kmajor else ())
         dynamic = ({0: rows}, None) if not b_kmajor else ({0: rows},)
-        em = lower(module.eval(), inputs, dynamic_shapes=dynamic)
-        blob = delegate_blob(em)
-        assert any(s.startswith("matmul_coop_emu_") for s in rt.Graph(blob).shaders())
-        method = load_method(em.to_executorch().buffer)
+        run = run_forcing(module.eval(), inputs, dynamic_shapes=dynamic, COOPMAT_EMULATE=True)
+        assert any(s.startswith("matmul_coop_emu_") for s in run.shaders), run.shaders
+        method = run.method
         for m in (300, 1, 129, 17):
             torch.manual_seed(m)
             x = (torch.randn(m, 64).half(),) + inputs[1:]

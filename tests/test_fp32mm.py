@@ -1,17 +1,18 @@
 """fp32mm family: matmul_tiled.glsl (the float32 kernel for large products) in every
-configuration the host can pick (forced with VKDELEGATE_TILED_MM), on shapes that hit
+configuration the host can pick (forced with the setting TILED_MM), on shapes that hit
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or
-in k (linear). The op samples (op_samples.py) cover the default selection.
-Split-K (VKDELEGATE_MM_SPLITK=n: slices of K into a scratch, then
+in k (linear). The op samples in op_registry.py cover the default selection.
+Split-K (MM_SPLITK=n: slices of K into a scratch, then
 matmul_splitk_reduce.glsl): slice counts that do not divide K, K below the slice
 count, bmm, linear with bias on 3-D inputs, addmm's alpha/beta, infinities; each
-test proves from Graph.shaders() that the split ran."""
+test proves from the shaders that ran that the split ran."""
 import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, delegate_blob, lower, run_pte, to_pte
+from helpers import TOLERANCES, lower
+from kernel_check import chosen_shaders, run_forcing
 
 # (M, K, N): aligned with a partial last K step; unaligned K and N; K below BK (aligned
 # and not); one tile or less.
@@ -31,25 +32,27 @@ class Products(torch.nn.Module):
 
 @pytest.mark.parametrize("config", ["8,8,8", "16,8,8", "8,16,8", "16,16,8", "16,16,16",
                                     "8,8,8 unroll group3", "16,8,8 group2", "16,16,8 unroll group8"])
-def test_tiled_configs(config, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_TILED_MM", config.split()[0])
-    monkeypatch.setenv("VKDELEGATE_TILED_MM_UNROLL", "1" if "unroll" in config else "0")
-    monkeypatch.setenv("VKDELEGATE_TILED_MM_GROUP", config.split("group")[1] if "group" in config else "0")
+def test_tiled_configs(config):
+    xyb = config.split()[0]
+    settings = dict(TILED_MM=xyb, TILED_MM_UNROLL="unroll" in config,
+                    TILED_MM_GROUP=int(config.split("group")[1]) if "group" in config else 0)
+    # the shader of the mm (B contiguous in n): bk 16 is always unrolled
+    bk16 = xyb.endswith(",16")
+    mm_shader = "matmul_tiled" + ("16" if bk16 else "") + ("u" if bk16 or "unroll" in config else "") + "_nb_f32"
+    # a configuration whose two shared K steps do not fit the device keeps matmul.glsl (16,16,16 on lavapipe)
+    x, y, bk = map(int, xyb.split(","))
+    if 2 * bk * (2 * y + 1 + 2 * x + 1) * 16 > rt.device_info()["max_shared_memory"]:
+        mm_shader = "matmul_f32"
     for m, k, n in SHAPES:
         torch.manual_seed(m * 1000 + n)
         inputs = (torch.randn(m, k), torch.randn(k, n), torch.randn(2, m, k), torch.randn(2, k, n),
                   torch.randn(n))
         module = Products(k, n)
         refs = module(*inputs)
-        outs = run_pte(to_pte(module, inputs), inputs)
-        for out, ref in zip(outs, refs):
+        run = run_forcing(module, inputs, **settings)
+        assert mm_shader in run.shaders, (config, run.shaders)
+        for out, ref in zip(run.outputs, refs):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"], msg=f"{config} {(m, k, n)}")
-
-
-def graph_of(module, inputs):
-    em = lower(module.eval(), inputs)
-    blob = delegate_blob(em)
-    return em, rt.Graph(blob)
 
 
 class Products3D(torch.nn.Module):
@@ -73,12 +76,13 @@ def products3d_inputs(m, k, n):
 SPLIT_SHAPES = SHAPES + [(3, 1, 5), (37, 77, 41), (20, 520, 12)]
 
 
-def check_split(module, inputs, products, expect_split=True, scales=None):
-    """Lowers and runs `module`, checks from Graph.shaders() that its `products` took
-    the split (or, expect_split=False, none did), compares with PyTorch (each output
-    divided by its scale: large magnitudes cancel to results small beside them)."""
-    em, graph = graph_of(module, inputs)
-    shaders = graph.shaders()
+def check_split(module, inputs, products, expect_split=True, scales=None, **settings):
+    """Lowers and runs `module` with `settings`, checks from the shaders that ran that
+    its `products` took the split (or, expect_split=False, none did), compares with
+    PyTorch (each output divided by its scale: large magnitudes cancel to results small
+    beside them)."""
+    run = run_forcing(module.eval(), inputs, **settings)
+    shaders = run.shaders
     tiled = [s for s in shaders if s.startswith("matmul_tiled")]
     reduces = shaders.count("matmul_splitk_reduce_f32")
     if expect_split:
@@ -87,33 +91,29 @@ def check_split(module, inputs, products, expect_split=True, scales=None):
     else:
         assert reduces == 0 and not any("_sk_" in s for s in tiled), shaders
     refs = module(*inputs)
-    outs = run_pte(em.to_executorch().buffer, inputs)
-    for out, ref, scale in zip(outs, refs, scales or [1.0] * len(refs)):
+    for out, ref, scale in zip(run.outputs, refs, scales or [1.0] * len(refs)):
         torch.testing.assert_close(out / scale, ref / scale, **TOLERANCES["matmul"], equal_nan=True)
     return shaders
 
 
-# (VKDELEGATE_TILED_MM, slices); 16,16,16 needs more shared memory than lavapipe has.
+# (TILED_MM, slices); 16,16,16 needs more shared memory than lavapipe has.
 @pytest.mark.parametrize("config,splits", [("default", 2), ("default", 3), ("default", 7), ("8,8,8", 3),
                                            ("8,16,8", 5), ("16,8,8", 4)])
-def test_splitk(config, splits, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", str(splits))
-    if config != "default":
-        monkeypatch.setenv("VKDELEGATE_TILED_MM", config)
+def test_splitk(config, splits):
+    settings = dict(MM_SPLITK=splits, TILED_MM=None if config == "default" else config)
     for m, k, n in SPLIT_SHAPES:
         torch.manual_seed(m * 1000 + n + k)
         inputs = (torch.randn(m, k), torch.randn(k, n), torch.randn(2, m, k), torch.randn(2, k, n),
                   torch.randn(n))
-        check_split(Products(k, n), inputs, 4)
+        check_split(Products(k, n), inputs, 4, **settings)
 
 
 @pytest.mark.parametrize("splits", [2, 5])
-def test_splitk_3d_and_edges(splits, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", str(splits))
+def test_splitk_3d_and_edges(splits):
     for m, k, n in [(33, 67, 29), (64, 40, 68)]:
         torch.manual_seed(m + k + n)
         inputs = products3d_inputs(m, k, n)
-        check_split(Products3D(k, n), inputs, 3)
+        check_split(Products3D(k, n), inputs, 3, MM_SPLITK=splits)
         # Large magnitudes (sums near 1e36, no overflow) and infinities: inf rows
         # and columns give inf or NaN in any summation order, as in PyTorch.
         x3, a3, b3, a, b, bias = (t.clone() for t in inputs)
@@ -122,16 +122,13 @@ def test_splitk_3d_and_edges(splits, monkeypatch):
         a[1, k // 2] = float("inf")
         b[k - 1, 3] = float("-inf")
         bias[2, 0] = float("nan")
-        check_split(Products3D(k, n), (x3, a3, b3, a, b, bias), 3, scales=[1.0, 1e34, 1.0])
+        check_split(Products3D(k, n), (x3, a3, b3, a, b, bias), 3, scales=[1.0, 1e34, 1.0], MM_SPLITK=splits)
 
 
-def test_splitk_default_selection(monkeypatch):
-    """Without the variable the cost model splits products of few tiles (512 x 2048 x 512:
+def test_splitk_default_selection():
+    """Without the setting the cost model splits products of few tiles (512 x 2048 x 512:
     16 tiles; the batch-1 transformer linear 77 x 1024 -> 1024 with bias: 8 tiles);
-    a side below 64 (M=48) stays on matmul.glsl; VKDELEGATE_MM_SPLITK=1 turns the
-    split off."""
-    monkeypatch.delenv("VKDELEGATE_MM_SPLITK", raising=False)
-    monkeypatch.delenv("VKDELEGATE_TILED_MM", raising=False)
+    a side below 64 (M=48) stays on matmul.glsl; MM_SPLITK=1 turns the split off."""
     torch.manual_seed(3)
     inputs = (torch.randn(512, 2048) * 0.1, torch.randn(2048, 512) * 0.1)
     check_split(MatMul(), inputs, 1)
@@ -139,8 +136,8 @@ def test_splitk_default_selection(monkeypatch):
     check_split(LinearOnly(linear), (torch.randn(77, 1024),), 1)
     narrow = (torch.randn(48, 1024) * 0.1, torch.randn(1024, 1024) * 0.1)
     assert "matmul_f32" in check_split(MatMul(), narrow, 1, expect_split=False)
-    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "1")
-    assert not any(s.startswith("matmul_tiled") for s in check_split(MatMul(), inputs, 1, expect_split=False))
+    assert not any(s.startswith("matmul_tiled") for s in check_split(MatMul(), inputs, 1, expect_split=False,
+                                                                     MM_SPLITK=1))
 
 
 class LinearOnly(torch.nn.Module):
@@ -158,11 +155,10 @@ class MatMul(torch.nn.Module):
 
 
 @pytest.mark.parametrize("value", ["x", "-1", "65"])
-def test_splitk_bad_env(value, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", value)
-    inputs = (torch.randn(8, 8), torch.randn(8, 8))
-    with pytest.raises(Exception, match="VKDELEGATE_MM_SPLITK"):
-        graph_of(MatMul(), inputs)
+def test_splitk_bad_value(value):
+    em = lower(MatMul().eval(), (torch.randn(8, 8), torch.randn(8, 8)))
+    with pytest.raises(ValueError, match=f"VKDELEGATE_MM_SPLITK={value}: expected an integer from 0 to 64"):
+        chosen_shaders(em, MM_SPLITK=value)
 
 
 class DynamicProducts(torch.nn.Module):
@@ -175,22 +171,17 @@ class DynamicProducts(torch.nn.Module):
         return self.linear(x), torch.bmm(a3, b3)
 
 
-def test_splitk_dynamic_shapes(monkeypatch):
+def test_splitk_dynamic_shapes():
     """One program with upper-bound dynamic M and K: the slice count is fixed at load,
     each size recomputes the slice length (K from 64 down to 3: slices end up empty)."""
-    from executorch.runtime import Runtime
-
-    monkeypatch.setenv("VKDELEGATE_MM_SPLITK", "4")
     m, k = torch.export.Dim("m", min=1, max=70), torch.export.Dim("k", min=1, max=64)
     module = DynamicProducts().eval()
     example = (torch.randn(70, 40), torch.randn(2, 70, 64), torch.randn(2, 64, 33))
     em = lower(module, example, options={"require_dynamic_shapes": True},
                dynamic_shapes=({0: m}, {1: m, 2: k}, {1: k}))
-    shaders = rt.Graph(delegate_blob(em)).shaders()
-    assert shaders.count("matmul_splitk_reduce_f32") == 2, shaders
-    buffer = em.to_executorch().buffer
-    program = Runtime.get().load_program(buffer)
-    method = program.load_method("forward")
+    run = run_forcing(module, example, edge_manager=em, MM_SPLITK=4)
+    assert run.shaders.count("matmul_splitk_reduce_f32") == 2, run.shaders
+    method = run.method
     for rows, depth in [(70, 64), (5, 3), (33, 17), (70, 64), (1, 40)]:
         inputs = (torch.randn(rows, 40), torch.randn(2, rows, depth), torch.randn(2, depth, 33))
         outs = method.execute(list(inputs))

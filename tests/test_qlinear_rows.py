@@ -8,9 +8,8 @@ K long enough for several chunks per invocation, and rows changing between execu
 import pytest
 import torch
 
-import vkdelegate.runtime as rt
-from executorch.runtime import Runtime
-from helpers import TOLERANCES, delegate_blob, lower, run_pte
+from helpers import TOLERANCES, lower
+from kernel_check import assert_ran, chosen_shaders, run_forcing
 import torchao_samples as S
 
 pytest.importorskip("torchao")
@@ -50,90 +49,77 @@ def expected_shader(flow, k, bits, sg):
     return base + f"_b{bits}" + ("_vec4" if vec4 else "") + ("_sg" if sg else "")
 
 
-def shaders_of(em):
-    blob = delegate_blob(em)
-    return rt.Graph(blob).shaders()
-
-
-def set_env(monkeypatch, flow, sg):
-    if flow == "dq8a_plain":
-        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
-    if sg:  # the subgroupAdd reduction is taken only when asked (slower on the H100)
-        monkeypatch.setenv("VKDELEGATE_QLINEAR_SUBGROUP", "1")
-    else:
-        monkeypatch.setenv("VKDELEGATE_NO_SUBGROUP_OPS", "1")
+def settings_for(flow, sg):
+    """The graph settings that select `flow`'s kernel with (sg) or without subgroup
+    reductions (the subgroupAdd reduction is taken only when asked: slower on the H100)."""
+    return dict(NO_INTEGER_DOT=flow == "dq8a_plain", QLINEAR_SUBGROUP=sg, NO_SUBGROUP_OPS=not sg)
 
 
 @pytest.mark.parametrize("sg", [True, False], ids=["subgroup", "shared"])
 @pytest.mark.parametrize("flow", list(OPS))
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_rows_kernel_matches_reference(case, flow, sg, monkeypatch):
+def test_rows_kernel_matches_reference(case, flow, sg):
     _, k, n, bits, group, asym, bias, sizes = case
-    set_env(monkeypatch, flow, sg)
     module = fused(OPS[flow], k, n, bits, group, asym, bias)
     x = torch.randn(sizes) * 2.0
-    em = lower(module, (x,))
-    shaders = shaders_of(em)
+    run = run_forcing(module, (x,), **settings_for(flow, sg))
+    shaders = run.shaders
     rows = x.numel() // k
     if flow != "weight_only" or rows <= 4:
-        assert expected_shader(flow, k, bits, sg) in shaders, shaders
+        assert_ran(shaders, expected_shader(flow, k, bits, sg))
     if flow != "weight_only":
-        assert ("qlinear_dq8a_quant_sg" if sg else "qlinear_dq8a_quant") in shaders, shaders
-    out = run_pte(em.to_executorch().buffer, (x,))[0]
+        assert_ran(shaders, "qlinear_dq8a_quant_sg" if sg else "qlinear_dq8a_quant")
+    out = run.outputs[0]
     with torch.no_grad():
         torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
 
 
 @pytest.mark.parametrize("flow", list(OPS))
 @pytest.mark.parametrize("k, bits", [(256, 4), (45, 4), (96, 8), (37, 8)])
-def test_rows_change_between_executes(flow, k, bits, monkeypatch):
+def test_rows_change_between_executes(flow, k, bits):
     """One loaded program, rows 1..6: the weight-only op moves between the rows and the
     tiled kernel, the dq8a scratch rows follow the current count."""
-    set_env(monkeypatch, flow, True)
     module = fused(OPS[flow], k, 11, bits, None if k % 32 else 32, True, True)
     rows = torch.export.Dim("rows", min=1, max=6)
-    em = lower(module, (torch.randn(6, k),), dynamic_shapes=({0: rows},))
-    program = Runtime.get().load_program(em.to_executorch().buffer)  # outlives its method
-    method = program.load_method("forward")
+    run = run_forcing(module, (torch.randn(6, k),), dynamic_shapes=({0: rows},), **settings_for(flow, True))
+    method = run.method
     for m in (4, 1, 6, 3, 2, 5, 1):
         x = torch.randn(m, k) * 3.0
         with torch.no_grad():
             torch.testing.assert_close(method.execute([x])[0], module(x), **TOLERANCES["matmul"])
 
 
-@pytest.mark.parametrize("size", ["16", "256"])
+@pytest.mark.parametrize("size", [16, 256])
 @pytest.mark.parametrize("flow", ["weight_only", "dq8a_dot"])
-def test_local_size_from_env(size, flow, monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_QLINEAR_WG", size)
+def test_local_size_setting(size, flow):
     module = fused(OPS[flow], 4096, 9, 4, 32, True, True)
     x = torch.randn(3, 4096)
-    out = run_pte(lower(module, (x,)).to_executorch().buffer, (x,))[0]
+    out = run_forcing(module, (x,), QLINEAR_WG=size).outputs[0]
     with torch.no_grad():
         torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
 
 
-def test_bad_local_size_is_an_error(monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_QLINEAR_WG", "48")
+def test_bad_local_size_is_an_error():
     module = fused("vkd_linear_qw", 64, 5, 4, 32, False, False)
     em = lower(module, (torch.randn(1, 64),))
-    with pytest.raises(Exception, match="VKDELEGATE_QLINEAR_WG=48"):
-        shaders_of(em)
+    with pytest.raises(ValueError, match="VKDELEGATE_QLINEAR_WG=48 is not a power of two"):
+        chosen_shaders(em, QLINEAR_WG=48)
+    with pytest.raises(ValueError, match="VKDELEGATE_QLINEAR_WG=8: expected an integer from 16 to 1024"):
+        chosen_shaders(em, QLINEAR_WG=8)
 
 
 @pytest.mark.parametrize("flow", list(OPS))
-def test_default_rows_kernel_reduces_through_shared_memory(flow, monkeypatch):
-    """Without VKDELEGATE_QLINEAR_SUBGROUP the rows kernel is the shared-memory
+def test_default_rows_kernel_reduces_through_shared_memory(flow):
+    """Without the setting QLINEAR_SUBGROUP the rows kernel is the shared-memory
     reduction (faster on the H100), at 64 invocations; the dq8a quantize node keeps
     its subgroup variant where the device has subgroup arithmetic."""
-    if flow == "dq8a_plain":
-        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
     module = fused(OPS[flow], 4096, 8, 4, 32, False, False)
-    em = lower(module, (torch.randn(1, 4096),))
-    shaders = shaders_of(em)
-    assert expected_shader(flow, 4096, 4, False) in shaders, shaders
+    x = torch.randn(1, 4096)
+    run = run_forcing(module, (x,), NO_INTEGER_DOT=flow == "dq8a_plain")
+    shaders = run.shaders
+    assert_ran(shaders, expected_shader(flow, 4096, 4, False))
     assert not any(s.startswith(("qlinear_rows", "qlinear_dq8a_dot", "qlinear_dq8a_rows")) and s.endswith("_sg")
                    for s in shaders), shaders
-    x = torch.randn(1, 4096)
-    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    out = run.outputs[0]
     with torch.no_grad():
         torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])

@@ -1,5 +1,5 @@
 """Reductions with subgroup arithmetic (the NAME_sg shader variants, taken where the
-device has it, as lavapipe does) and with shared memory alone (VKDELEGATE_NO_SUBGROUP_OPS),
+device has it, as lavapipe does) and with shared memory alone (the setting NO_SUBGROUP_OPS),
 both against eager PyTorch, on rows shorter than a subgroup, odd lengths, long rows,
 and rows that hold -inf or large values."""
 import numpy as np
@@ -7,7 +7,9 @@ import pytest
 import torch
 
 import vkdelegate.runtime as rt
-from helpers import TOLERANCES, delegate_blob, lower, run_pte
+from helpers import TOLERANCES, lower
+from helpers import delegate_blob
+from kernel_check import run_forcing
 
 FAMILIES = ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm")
 
@@ -52,25 +54,26 @@ def cases():
 CASES = cases()
 
 
-def graph_of(module, inputs):
+def graph_of(module, inputs, **settings):
     em = lower(module.eval(), inputs)
-    return em, rt.Graph(delegate_blob(em))
+    return em, rt.Graph(delegate_blob(em), overrides=settings)
 
 
 @pytest.mark.parametrize("mode", ["subgroup", "shared_memory"])
 @pytest.mark.parametrize("name,module,inputs", CASES, ids=[c[0] for c in CASES])
-def test_reduction_kernels(mode, name, module, inputs, monkeypatch):
-    if mode == "shared_memory":
-        monkeypatch.setenv("VKDELEGATE_NO_SUBGROUP_OPS", "1")
-    elif not rt.device_info()["subgroup_arithmetic"]:
+def test_reduction_kernels(mode, name, module, inputs):
+    if mode == "subgroup" and not rt.device_info()["subgroup_arithmetic"]:
         pytest.skip("this device has no subgroup arithmetic in compute shaders")
-    em, graph = graph_of(module, inputs)
-    shaders = graph.shaders()
+    settings = dict(NO_SUBGROUP_OPS=mode == "shared_memory")
+    em, graph = graph_of(module, inputs, **settings)
+    run = run_forcing(module, inputs, edge_manager=em, **settings)
+    shaders = run.shaders
+    assert shaders == graph.shaders()
     reductions = [s for s in shaders if s.rsplit("_", 1)[0].removesuffix("_sg") in FAMILIES]
     assert reductions, shaders
     # The variant that ran is the one the mode asks for.
     assert all(s.endswith("_sg_f32") == (mode == "subgroup") for s in reductions), shaders
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
+    out = run.outputs[0]
     with torch.no_grad():
         ref = module(*inputs)
     torch.testing.assert_close(out, ref, **TOLERANCES["reduction"])

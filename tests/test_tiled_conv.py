@@ -1,7 +1,7 @@
 """conv32 family: the float32 implicit-GEMM convolution on matmul_tiled's register
 blocking (glsl/conv2d_tiled.glsl). Lavapipe's shapes are too small for the default
-selection, so VKDELEGATE_TILED_CONV forces it (each tile variant in turn); every
-test proves with Graph.shaders() which kernel ran. Shapes hit the edges: channels
+selection, so the setting TILED_CONV forces it (each tile variant in turn); every
+test proves from the loaded program's shaders which kernel ran. Shapes hit the edges: channels
 not multiples of 4 or of the tile, input channels not a multiple of the K step
 (8) or below it, pixel counts not a multiple of 4 (the scalar epilogue) or of
 the tile, tiles across images (batch > 1), stride, padding 0/1/2/3, dilation,
@@ -16,7 +16,9 @@ import torch
 from torch import nn
 
 import vkdelegate.runtime as rt
-from helpers import cpu_ops, delegate_blob, delegate_calls, lower, run_pte
+from helpers import cpu_ops, delegate_calls, lower
+from helpers import delegate_blob
+from kernel_check import chosen_shaders, run_forcing
 from op_samples import ConvClamp
 
 inf = float("inf")
@@ -64,64 +66,58 @@ CASES = {
 }
 
 
-def _graph(module, inputs):
+def _lower(module, inputs):
     em = lower(module.eval(), inputs)
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
-    blob = delegate_blob(em)
-    return em, rt.Graph(blob)
+    return em
 
 
-def _conv_shaders(graph):
-    return [s for s in graph.shaders() if s.startswith("conv")]
+def _conv_shaders(shaders):
+    return [s for s in shaders if s.startswith("conv")]
 
 
-def _run(name, monkeypatch, env):
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+def _run(name, **settings):
     torch.manual_seed(0)
     module = CASES[name][0]().eval()
     inputs = CASES[name][1]()
-    em, graph = _graph(module, inputs)
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
+    run = run_forcing(module, inputs, edge_manager=_lower(module, inputs), **settings)
     with torch.no_grad():
         ref = module(*inputs)
-    return _conv_shaders(graph), out, ref
+    return _conv_shaders(run.shaders), run.outputs[0], ref
 
 
 @pytest.mark.parametrize("variant", ["c32", "c64", "c128"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_tiled_conv_matches_eager(name, variant, monkeypatch):
-    shaders, out, ref = _run(name, monkeypatch, {"VKDELEGATE_TILED_CONV": variant})
+def test_tiled_conv_matches_eager(name, variant):
+    shaders, out, ref = _run(name, TILED_CONV=variant)
     assert shaders == [f"conv2d_tiled_{variant}_f32"], shaders
     assert out.shape == ref.shape
     torch.testing.assert_close(out, ref, **TOL)
 
 
-def test_forced_on_takes_a_variant(monkeypatch):
-    """VKDELEGATE_TILED_CONV=1 takes the kernel at any size, the variant by channels:
+def test_forced_on_takes_a_variant():
+    """TILED_CONV=1 takes the kernel at any size, the variant by channels:
     c64, c32 where c64 would pad 83 channels to 128 (c32: 96)."""
     for name, want in (("pointwise_pad0_batch3", "c64"), ("odd_45to83_3x3_pad1_batch2", "c32")):
-        shaders, out, ref = _run(name, monkeypatch, {"VKDELEGATE_TILED_CONV": "1"})
+        shaders, out, ref = _run(name, TILED_CONV="1")
         assert shaders == [f"conv2d_tiled_{want}_f32"], (name, shaders)
         torch.testing.assert_close(out, ref, **TOL)
 
 
-def test_direct_run_agrees(monkeypatch):
+def test_direct_run_agrees():
     """The graph run directly gives the .pte run's values bit for bit."""
-    monkeypatch.setenv("VKDELEGATE_TILED_CONV", "1")
     module, inputs = CASES["residual_relu_vec_out"][0]().eval(), CASES["residual_relu_vec_out"][1]()
-    em, graph = _graph(module, inputs)
-    assert _conv_shaders(graph) == ["conv2d_tiled_c64_f32"]
-    out = run_pte(em.to_executorch().buffer, inputs)[0]
+    run = run_forcing(module, inputs, edge_manager=_lower(module, inputs), TILED_CONV="1")
+    assert _conv_shaders(run.shaders) == ["conv2d_tiled_c64_f32"]
+    out = run.outputs[0]
+    graph = rt.Graph(delegate_blob(run.edge_manager), overrides={"TILED_CONV": "1"})
     direct = graph.run([x.numpy() for x in inputs])[0]
     np.testing.assert_array_equal(direct, out.numpy())
 
 
 @pytest.mark.parametrize("kind", ["groups2", "depthwise", "transposed", "float16"])
-def test_other_convolutions_keep_their_kernels(kind, monkeypatch):
+def test_other_convolutions_keep_their_kernels(kind):
     """Forced on, the tiled kernel still leaves what it cannot run to the others."""
-    monkeypatch.setenv("VKDELEGATE_TILED_CONV", "1")
-    monkeypatch.setenv("VKDELEGATE_NO_COOPMAT", "1")
     torch.manual_seed(0)
     x = _x(2, 16, 9, 9)
     module = {"groups2": lambda: nn.Conv2d(16, 32, 3, padding=1, groups=2),
@@ -130,10 +126,10 @@ def test_other_convolutions_keep_their_kernels(kind, monkeypatch):
               "float16": lambda: nn.Conv2d(16, 32, 3, padding=1)}[kind]().eval()
     if kind == "float16":
         module, x = module.half(), x.half()
-    em, graph = _graph(module, (x,))
-    shaders = _conv_shaders(graph)
+    run = run_forcing(module, (x,), edge_manager=_lower(module, (x,)), TILED_CONV="1", NO_COOPMAT=True)
+    shaders = _conv_shaders(run.shaders)
     assert shaders and not any("tiled" in s for s in shaders), shaders
-    out = run_pte(em.to_executorch().buffer, (x,))[0]
+    out = run.outputs[0]
     with torch.no_grad():
         ref = copy.deepcopy(module).float()(x.float()) if kind == "float16" else module(x)
     tol = dict(rtol=2e-3, atol=2e-3) if kind == "float16" else TOL
@@ -149,50 +145,44 @@ class _Conv(nn.Module):
         return self.conv(x)
 
 
-def _selected(module, x, monkeypatch, env=None):
+def _selected(module, x, **settings):
     """The conv shaders the graph builder picks (no run: the shapes are large)."""
-    for k in ("VKDELEGATE_TILED_CONV", "VKDELEGATE_NO_TILED_CONV"):
-        monkeypatch.delenv(k, raising=False)
-    for k, v in (env or {}).items():
-        monkeypatch.setenv(k, v)
-    return _conv_shaders(_graph(module, (x,))[1])
+    return _conv_shaders(chosen_shaders(_lower(module, (x,)), **{"TILED_CONV": None, "NO_TILED_CONV": None,
+                                                                  **settings}))
 
 
-def test_default_selection(monkeypatch):
-    """Without the environment variable: taken where its tiles fill a large GPU
+def test_default_selection():
+    """Without the setting: taken where its tiles fill a large GPU
     (>= 256 workgroups: 32 x 64 x 56 x 56 gives 784; >= 96 with K >= 512), not at
     batch 1 of the same layer (25 workgroups: the split-K GEMM kernel), not with few
     channels or a short K; c32 where only it reaches 256 workgroups or c64 would pad
-    the channels much more. VKDELEGATE_NO_TILED_CONV=1 turns it off."""
+    the channels much more. NO_TILED_CONV turns it off."""
     conv = _Conv(64, 64, 3, padding=1).eval()
     big, small = torch.zeros(32, 64, 56, 56), torch.zeros(1, 64, 56, 56)
-    assert _selected(conv, big, monkeypatch) == ["conv2d_tiled_c64_f32"]
-    assert _selected(conv, big, monkeypatch, {"VKDELEGATE_NO_TILED_CONV": "1"}) == ["conv2d_gemm_f32"]
-    assert _selected(conv, small, monkeypatch) == ["conv2d_gemm_sk_f32"]
+    assert _selected(conv, big) == ["conv2d_tiled_c64_f32"]
+    assert _selected(conv, big, NO_TILED_CONV=True) == ["conv2d_gemm_f32"]
+    assert _selected(conv, small) == ["conv2d_gemm_sk_f32"]
     # 256 channels at 14 x 14: c64 gives 49 x 4 = 196 workgroups, c32 392.
     deep = _Conv(256, 256, 3, padding=1).eval()
-    assert _selected(deep, torch.zeros(32, 256, 14, 14), monkeypatch) == ["conv2d_tiled_c32_f32"]
+    assert _selected(deep, torch.zeros(32, 256, 14, 14)) == ["conv2d_tiled_c32_f32"]
     # 128 channels at 28 x 28, batch 8: 98 c64 workgroups (c32: 196), K = 1152.
     mid = _Conv(128, 128, 3, padding=1).eval()
-    assert _selected(mid, torch.zeros(8, 128, 28, 28), monkeypatch) == ["conv2d_tiled_c64_f32"]
+    assert _selected(mid, torch.zeros(8, 128, 28, 28)) == ["conv2d_tiled_c64_f32"]
     # ResNet-50's 64 -> 256 1x1 at batch 1: 100 c64 workgroups but K = 64.
     expand = _Conv(64, 256, 1).eval()
-    assert not any("tiled" in s for s in _selected(expand, small, monkeypatch))
+    assert not any("tiled" in s for s in _selected(expand, small))
     # 83 channels: c64 computes 128, c32 96.
     odd = _Conv(45, 83, 3, stride=2, padding=1).eval()
-    assert _selected(odd, torch.zeros(64, 45, 31, 29), monkeypatch) == ["conv2d_tiled_c32_f32"]
+    assert _selected(odd, torch.zeros(64, 45, 31, 29)) == ["conv2d_tiled_c32_f32"]
     few_out = _Conv(64, 8, 3, padding=1).eval()
-    assert not any("tiled" in s for s in _selected(few_out, big, monkeypatch))
+    assert not any("tiled" in s for s in _selected(few_out, big))
     few_in = _Conv(3, 64, 3, padding=1).eval()
-    assert not any("tiled" in s for s in _selected(few_in, big[:, :3], monkeypatch))
+    assert not any("tiled" in s for s in _selected(few_in, big[:, :3]))
     short_k = _Conv(16, 96, 1).eval()  # K = 16 (MobileNet's expansions)
-    assert not any("tiled" in s for s in _selected(short_k, big[:, :16], monkeypatch))
+    assert not any("tiled" in s for s in _selected(short_k, big[:, :16]))
 
 
-def test_bad_forced_variant_is_an_error(monkeypatch):
-    monkeypatch.setenv("VKDELEGATE_TILED_CONV", "c99")
+def test_bad_forced_variant_is_an_error():
     module, inputs = CASES["pointwise_pad0_batch3"][0]().eval(), CASES["pointwise_pad0_batch3"][1]()
-    em = lower(module, inputs)
-    blob = delegate_blob(em)
-    with pytest.raises(Exception, match="VKDELEGATE_TILED_CONV=c99"):
-        rt.Graph(blob)
+    with pytest.raises(ValueError, match="VKDELEGATE_TILED_CONV=c99: expected one of 0, 1, c32, c64, c128"):
+        chosen_shaders(lower(module, inputs), TILED_CONV="c99")

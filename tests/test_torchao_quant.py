@@ -7,7 +7,9 @@ import logging
 import pytest
 import torch
 
+import vkdelegate.runtime as rt
 from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
+from kernel_check import run_forcing
 from op_samples import SampleCase
 import torchao_samples as S
 from vkdelegate.quant import torchao_ops
@@ -108,12 +110,12 @@ DQ8A_CASES = [SampleCase(*case) for case in S.fused_op_cases("vkd_linear_dq8a_qw
 
 @pytest.mark.parametrize("kernel", ["integer_dot", "plain_integer"])
 @pytest.mark.parametrize("case", DQ8A_CASES, ids=[c.case_id for c in DQ8A_CASES])
-def test_dq8a_kernels_match_reference(kernel, case, monkeypatch):
+def test_dq8a_kernels_match_reference(kernel, case):
     """Both dq8a kernels (the integer-dot one is taken where the device has it, as
     lavapipe does) against the dequantize-then-float reference."""
-    if kernel == "plain_integer":
-        monkeypatch.setenv("VKDELEGATE_NO_INTEGER_DOT", "1")
-    em = lower(case.module, case.inputs)
-    out = run_pte(em.to_executorch().buffer, case.inputs)[0]
+    run = run_forcing(case.module, case.inputs, NO_INTEGER_DOT=kernel == "plain_integer")
+    dot = rt.device_info()["integer_dot_product"] and kernel == "integer_dot"
+    assert any(s.startswith("qlinear_dq8a_dot" if dot else "qlinear_dq8a_rows") for s in run.shaders), run.shaders
+    out = run.outputs[0]
     with torch.no_grad():
         torch.testing.assert_close(out, case.module(*case.inputs), **TOLERANCES["matmul"])

@@ -20,7 +20,7 @@ void Node::set_groups_1d(int64_t n, uint32_t local_x) {
   groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 
-ComputeGraph::ComputeGraph(Context& ctx) : ctx_(ctx) {}
+ComputeGraph::ComputeGraph(Context& ctx, const Settings& settings) : ctx_(ctx), settings_(settings) {}
 
 ComputeGraph::~ComputeGraph() {
   if (query_pool_) vkDestroyQueryPool(ctx_.device(), query_pool_, nullptr);
@@ -28,11 +28,15 @@ ComputeGraph::~ComputeGraph() {
 }
 
 std::unique_ptr<ComputeGraph> ComputeGraph::load(const uint8_t* blob, size_t size) {
+  return load(blob, size, graph_defaults());
+}
+
+std::unique_ptr<ComputeGraph> ComputeGraph::load(const uint8_t* blob, size_t size, const Settings& settings) {
   Context* ctx = Context::get();
   if (!ctx) {
     throw GraphError("no Vulkan device is available: " + Context::unavailable_reason());
   }
-  std::unique_ptr<ComputeGraph> g(new ComputeGraph(*ctx));
+  std::unique_ptr<ComputeGraph> g(new ComputeGraph(*ctx, settings));
   g->parse(blob, size);
   return g;
 }
@@ -654,18 +658,11 @@ void ComputeGraph::dispatch(VkCommandBuffer cmd, const Node& node) {
   ++num_dispatches_;
 }
 
-ComputeGraph::BarrierMode ComputeGraph::barrier_mode() {
-  auto flag = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v && std::strcmp(v, "0") != 0;
-  };
-  // VKDELEGATE_ALL_BARRIERS=1: one barrier after every dispatch (to compare).
-  // VKDELEGATE_NO_BARRIERS=1: none between dispatches; wrong results, only for
-  // the test that proves synchronization validation sees the hazards.
-  // VKDELEGATE_NO_REORDER=1: graph order, a barrier before each conflicting dispatch.
-  if (flag("VKDELEGATE_NO_BARRIERS")) return BarrierMode::None;
-  if (flag("VKDELEGATE_ALL_BARRIERS")) return BarrierMode::All;
-  if (flag("VKDELEGATE_NO_REORDER")) return BarrierMode::InOrder;
+ComputeGraph::BarrierMode ComputeGraph::barrier_mode() const {
+  // settings.def: NO_BARRIERS, ALL_BARRIERS, NO_REORDER.
+  if (settings_.no_barriers) return BarrierMode::None;
+  if (settings_.all_barriers) return BarrierMode::All;
+  if (settings_.no_reorder) return BarrierMode::InOrder;
   return BarrierMode::Levels;
 }
 

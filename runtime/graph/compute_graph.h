@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../settings.h"
 #include "../vk/memory.h"
 #include "../vk/pipeline.h"
 #include "values.h"
@@ -84,12 +85,16 @@ struct NodeTiming {
 class ComputeGraph {
  public:
   // Verifies the blob, builds every op, allocates and uploads constants.
-  // Throws GraphError / VulkanError with a message naming the problem.
+  // Throws GraphError / VulkanError / SettingsError with a message naming the
+  // problem. The kernels follow `settings`; without, graph_defaults().
+  static std::unique_ptr<ComputeGraph> load(const uint8_t* blob, size_t size, const Settings& settings);
   static std::unique_ptr<ComputeGraph> load(const uint8_t* blob, size_t size);
   ~ComputeGraph();
 
   // --- for op build functions ---
   Context& context() { return ctx_; }
+  // The settings this graph was loaded with (kernel choices, barriers).
+  const Settings& settings() const { return settings_; }
   size_t num_values() const { return values_.size(); }
   Value& value(int id);
   Tensor& tensor(int id);
@@ -145,7 +150,7 @@ class ComputeGraph {
   size_t num_barriers() const { return num_barriers_; }
 
  private:
-  explicit ComputeGraph(Context& ctx);
+  ComputeGraph(Context& ctx, const Settings& settings);
   // What binding b of a node sees: the whole storage, or its window.
   VkDescriptorBufferInfo tensor_binding(const Node& node, size_t b) const;
   void parse(const uint8_t* blob, size_t size);
@@ -163,7 +168,7 @@ class ComputeGraph {
     bool write;
   };
   enum class BarrierMode { Levels, InOrder, All, None };
-  static BarrierMode barrier_mode();
+  BarrierMode barrier_mode() const;
   void node_accesses(const Node& node, std::vector<BufferAccess>& out) const;
   // Dispatch nodes in batches; a compute barrier goes between batches.
   std::vector<std::vector<const Node*>> dispatch_batches(BarrierMode mode) const;
@@ -172,6 +177,7 @@ class ComputeGraph {
   size_t num_barriers_ = 0;
 
   Context& ctx_;
+  const Settings settings_;
   std::vector<Value> values_;
   std::vector<int> input_ids_;
   std::vector<int> output_ids_;

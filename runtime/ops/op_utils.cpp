@@ -1,22 +1,15 @@
 #include "op_utils.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "../vk/pipeline.h"
+#include "matmul_choice.h"
 
 namespace vkd {
 
 namespace {
 bool subgroup_ops(ComputeGraph& g) {
-  return !env_on("VKDELEGATE_NO_SUBGROUP_OPS") && g.context().info().subgroup_arithmetic;
+  return !g.settings().no_subgroup_ops && g.context().info().subgroup_arithmetic;
 }
 }  // namespace
-
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != 0 && std::strcmp(v, "0") != 0;
-}
 
 std::string variant(ComputeGraph& g, const std::string& base, int id) {
   const std::string suffix = std::string("_") + storage_suffix(g.tensor(id).dtype);
@@ -33,14 +26,7 @@ std::string subgroup_variant(ComputeGraph& g, const std::string& name) {
 }
 
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base) {
-  if (env_on("VKDELEGATE_NO_COOPMAT")) return "";
-  if (env_on("VKDELEGATE_COOPMAT_EMULATE")) return base + "_emu";
-  const DeviceInfo& info = g.context().info();
-  if (info.cooperative_matrix && info.subgroup_size == 32 && info.shader_float16 &&
-      info.has_cooperative_matrix_shape(16, 16, 16, "f16->f32")) {
-    return base;
-  }
-  return "";
+  return coopmat_f16_base(g.context().info(), g.settings(), base);
 }
 
 }  // namespace vkd

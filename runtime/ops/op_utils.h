@@ -23,20 +23,14 @@ inline void require_float(ComputeGraph& g, int id) {
 // The shader variant of `base` for the storage type of tensor `id`. A shader
 // with `// subgroup-variants` (glsl/workgroup_reduce.glslh) gives NAME_sg_T, with
 // subgroup reductions, where the device has subgroup arithmetic in compute
-// shaders, unless VKDELEGATE_NO_SUBGROUP_OPS is set (to compare, or to test the
+// shaders, unless the graph's settings say NO_SUBGROUP_OPS (to compare, or to test the
 // shared-memory reductions on such a device). op_utils.cpp.
 std::string variant(ComputeGraph& g, const std::string& base, int id);
 // The same choice for a shader without dtype variants: NAME_sg or NAME.
 std::string subgroup_variant(ComputeGraph& g, const std::string& name);
 
-// Whether environment variable `name` is set to something other than "" or "0"
-// (the VKDELEGATE_* switches).
-bool env_on(const char* name);
-
-// Cooperative-matrix kernels (coopconv, coopmm): `base` on a device with 16x16x16
-// f16->f32 subgroup matrices and subgroups of 32 (VKDELEGATE_NO_COOPMAT=1 turns
-// them off), `base`_emu (the twin with loops instead of matrices, any device)
-// with VKDELEGATE_COOPMAT_EMULATE=1, else "" (the float kernels). op_utils.cpp.
+// Cooperative-matrix kernels: `base`, `base`_emu or "" for this graph's device and
+// settings (matmul_choice.h: coopmat_f16_base).
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base);
 
 inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {

@@ -43,20 +43,18 @@ constexpr int64_t kTile = 32;
 // 4096x4096 M=1, GPU us (shared-memory reduction / subgroupAdd): 32: 16.7 / 20.4,
 // 64: 15.0 / 18.4, 128: 15.6 / 21.8, 256: - / 29.9 (PyTorch's fp16 linear: 41.5;
 // the kernel before: 62). So the shared-memory reduction too (rows_shader below).
-// VKDELEGATE_QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
+// The setting QLINEAR_WG (a power of two, 16..the device's limit) sets it, to compare.
 // A power of two for the shared-memory reduction.
 LocalSize rows_local(ComputeGraph& g) {
   const DeviceInfo& info = g.context().info();
   uint32_t size = 64;
   while (size < info.subgroup_size && size < info.max_workgroup_invocations) size *= 2;
-  if (const char* env = std::getenv("VKDELEGATE_QLINEAR_WG"); env != nullptr && *env != 0) {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (*end != 0 || v < 16 || v > static_cast<long>(info.max_workgroup_invocations) || (v & (v - 1)) != 0) {
-      g.fail(std::string("VKDELEGATE_QLINEAR_WG=") + env + " is not a power of two in 16.." +
+  if (const std::optional<int64_t> v = g.settings().qlinear_wg) {
+    if (*v > static_cast<int64_t>(info.max_workgroup_invocations) || (*v & (*v - 1)) != 0) {
+      g.fail("VKDELEGATE_QLINEAR_WG=" + std::to_string(*v) + " is not a power of two in 16.." +
              std::to_string(info.max_workgroup_invocations));
     }
-    size = static_cast<uint32_t>(v);
+    size = static_cast<uint32_t>(*v);
   }
   return {size, 1, 1};
 }
@@ -71,10 +69,10 @@ LocalSize quantize_local(ComputeGraph& g, int64_t K) {
 }
 
 // The dq8a kernel: the packed integer dot product variant where the device has
-// shaderIntegerDotProduct and the build compiled it, unless VKDELEGATE_NO_INTEGER_DOT
-// is set (to compare, or to test the plain integer kernel on such a device).
+// shaderIntegerDotProduct and the build compiled it, unless the setting NO_INTEGER_DOT
+// is on (to compare, or to test the plain integer kernel on such a device).
 std::string dq8a_base(ComputeGraph& g) {
-  if (!env_on("VKDELEGATE_NO_INTEGER_DOT") && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot_b4") != nullptr) {
+  if (!g.settings().no_integer_dot && g.context().info().integer_dot_product && find_shader("qlinear_dq8a_dot_b4") != nullptr) {
     return "qlinear_dq8a_dot";
   }
   return "qlinear_dq8a_rows";
@@ -134,10 +132,10 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
   const int64_t chunk_values = (vec4 ? 4 : 1) * per;
   const int32_t chunk_in_one_group = group_size % chunk_values == 0 || group_size == K;
   // The subgroupAdd reduction (_sg) measured slower on the H100 (rows_local): only with
-  // VKDELEGATE_QLINEAR_SUBGROUP=1, to compare.
+  // the setting QLINEAR_SUBGROUP, to compare.
   const std::string rows_base =
       (dq8a ? dq8a_base(g) : std::string("qlinear_rows")) + (bits == 4 ? "_b4" : "_b8") + (vec4 ? "_vec4" : "");
-  const std::string rows_shader = env_on("VKDELEGATE_QLINEAR_SUBGROUP") ? subgroup_variant(g, rows_base) : rows_base;
+  const std::string rows_shader = g.settings().qlinear_subgroup ? subgroup_variant(g, rows_base) : rows_base;
   // dq8a: x quantized once per row into a scratch tensor (qlinear_dq8a_quant.glsl's layout).
   const int64_t row_ints = (words_for(K, bits) * (bits == 4 ? 2 : 1) + 3) / 4 * 4;
   const int64_t xq_stride = 4 + row_ints;

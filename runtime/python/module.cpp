@@ -7,7 +7,10 @@
 
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
+#include "../ops/conv_choice.h"
+#include "../ops/matmul_choice.h"
 #include "../ops/op_registry.h"
+#include "../settings.h"
 
 namespace py = pybind11;
 using namespace vkd;
@@ -57,9 +60,133 @@ py::dict memory_report(const ComputeGraph& g) {
   return d;
 }
 
-std::unique_ptr<ComputeGraph> load_graph(py::bytes blob) {
+// {name: value} from Python: True/False as 1/0, ints, strings; None: the default.
+SettingOverrides overrides_from(const py::object& obj) {
+  SettingOverrides out;
+  if (obj.is_none()) return out;
+  for (const auto& [key, value] : obj.cast<py::dict>()) {
+    const std::string name = py::str(key);
+    if (value.is_none()) {
+      out[name] = "";
+    } else if (py::isinstance<py::bool_>(value)) {
+      out[name] = value.cast<bool>() ? "1" : "0";
+    } else if (py::isinstance<py::int_>(value) || py::isinstance<py::str>(value)) {
+      out[name] = py::str(value);
+      if (out[name].empty()) throw SettingsError("VKDELEGATE_" + name + ": an empty value (None gives the default)");
+    } else {
+      throw SettingsError("VKDELEGATE_" + name + ": expected a bool, an int or a str, not " +
+                          std::string(py::str(py::type::of(value).attr("__name__"))));
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<ComputeGraph> load_graph(py::bytes blob, const py::object& overrides) {
+  const Settings settings = with_overrides(graph_defaults(), overrides_from(overrides));
   std::string data = blob;  // the graph copies what it keeps
-  return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size(), settings);
+}
+
+// A device described by a dict of DeviceInfo's fields (the rest: none of the feature,
+// a limit of 0), for the pure kernel choices.
+DeviceInfo device_from(const py::dict& d) {
+  DeviceInfo i;
+  for (const auto& [key, value] : d) {
+    const std::string k = py::str(key);
+    if (k == "subgroup_size") i.subgroup_size = value.cast<uint32_t>();
+    else if (k == "subgroup_arithmetic") i.subgroup_arithmetic = value.cast<bool>();
+    else if (k == "max_shared_memory") i.max_shared_memory = value.cast<uint32_t>();
+    else if (k == "max_storage_buffer_range") i.max_storage_buffer_range = value.cast<VkDeviceSize>();
+    else if (k == "max_workgroup_invocations") i.max_workgroup_invocations = value.cast<uint32_t>();
+    else if (k == "max_workgroup_count") {
+      const auto c = value.cast<std::vector<uint32_t>>();
+      if (c.size() != 3) throw SettingsError("max_workgroup_count: expected 3 values");
+      for (int j = 0; j < 3; ++j) i.max_workgroup_count[j] = c[j];
+    }
+    else if (k == "shader_float16") i.shader_float16 = value.cast<bool>();
+    else if (k == "integer_dot_product") i.integer_dot_product = value.cast<bool>();
+    else if (k == "cooperative_matrix") i.cooperative_matrix = value.cast<bool>();
+    else if (k == "cooperative_matrix2") i.cooperative_matrix2 = value.cast<bool>();
+    else if (k == "cooperative_matrix_shapes") i.cooperative_matrix_shapes = value.cast<std::vector<std::string>>();
+    else throw SettingsError("unknown device property '" + k + "'");
+  }
+  return i;
+}
+
+DType float_dtype(const py::handle& value) {
+  const std::string t = py::str(value);
+  if (t != "float32" && t != "float16") throw SettingsError("dtype: expected float32 or float16");
+  return t == "float16" ? DType::Float16 : DType::Float32;
+}
+
+py::dict choose_matmul_py(const py::dict& problem, const py::dict& device, const py::object& overrides) {
+  MatmulProblem p;
+  for (const auto& [key, value] : problem) {
+    const std::string k = py::str(key);
+    if (k == "dtype") {
+      p.dtype = float_dtype(value);
+      continue;
+    }
+    int64_t* field = k == "M" ? &p.M : k == "N" ? &p.N : k == "K" ? &p.K : k == "batch" ? &p.batch
+                   : k == "a_sb" ? &p.a_sb : k == "a_sm" ? &p.a_sm : k == "a_sk" ? &p.a_sk
+                   : k == "b_sb" ? &p.b_sb : k == "b_sk" ? &p.b_sk : k == "b_sn" ? &p.b_sn
+                   : k == "c_sb" ? &p.c_sb : nullptr;
+    if (field == nullptr) throw SettingsError("unknown product field '" + k + "'");
+    *field = value.cast<int64_t>();
+  }
+  const MatmulChoice c = choose_matmul(p, device_from(device), with_overrides(Settings{}, overrides_from(overrides)));
+  static const char* kinds[] = {"strided", "gemv", "tiled", "coop"};
+  py::dict d;
+  d["kernel"] = kinds[static_cast<int>(c.kernel)];
+  d["shader"] = c.shader;
+  d["local"] = py::make_tuple(c.local[0], c.local[1], c.local[2]);
+  d["tile"] = py::make_tuple(c.tile_m, c.tile_n);
+  d["splits"] = c.splits;
+  d["group_m"] = c.group_m;
+  return d;
+}
+
+py::dict choose_conv_py(const py::dict& problem, const py::dict& device, const py::object& overrides) {
+  ConvProblem p;
+  for (const auto& [key, value] : problem) {
+    const std::string k = py::str(key);
+    if (k == "dtype") {
+      p.dtype = float_dtype(value);
+    } else if (k == "transposed") {
+      p.transposed = value.cast<bool>();
+    } else {
+      int64_t* field = k == "groups" ? &p.groups : k == "batch" ? &p.batch : k == "icpg" ? &p.icpg
+                     : k == "ocpg" ? &p.ocpg : k == "kernel_taps" ? &p.kernel_taps
+                     : k == "out_pixels" ? &p.out_pixels : nullptr;
+      if (field == nullptr) throw SettingsError("unknown convolution field '" + k + "'");
+      *field = value.cast<int64_t>();
+    }
+  }
+  const ConvChoice c = choose_conv(p, device_from(device), with_overrides(Settings{}, overrides_from(overrides)));
+  static const char* kinds[] = {"tiled", "coop", "gemm", "transposed", "depthwise", "direct"};
+  py::dict d;
+  d["kernel"] = kinds[static_cast<int>(c.kernel)];
+  d["shader"] = c.shader;
+  d["local"] = py::make_tuple(c.local[0], c.local[1], c.local[2]);
+  d["tile"] = py::make_tuple(c.tile_m, c.tile_n);
+  d["splits"] = c.splits;
+  return d;
+}
+
+py::list settings_table_py() {
+  py::list l;
+  for (const SettingInfo& i : settings_table()) {
+    py::dict d;
+    d["name"] = i.name;
+    d["type"] = i.type;
+    d["default"] = i.default_value;
+    d["values"] = i.values;
+    if (i.type == "int") d["range"] = py::make_tuple(i.min, i.max);
+    d["scope"] = i.scope == SettingScope::Process ? "process" : "graph";
+    d["meaning"] = i.meaning;
+    l.append(d);
+  }
+  return l;
 }
 
 py::list run(ComputeGraph& g, const py::list& inputs) {
@@ -124,15 +251,45 @@ PYBIND11_MODULE(_vkdelegate, m) {
   m.def("validation_enabled", [] { Context::get(); return Context::validation_enabled(); });
   m.def("validation_error_count", &Context::validation_error_count);
   m.def("registered_ops", &registered_ops, "Op names this runtime has kernels for.");
+  m.def("settings_table", &settings_table_py,
+        "The VKDELEGATE_* settings (runtime/settings.def): name, type, default, values, range, scope, meaning.");
+  m.def("_push_overrides", [](const py::object& o) { push_scoped_overrides(overrides_from(o)); },
+        "Starts a scope of graph-setting overrides on this thread (use vkdelegate.runtime.overrides).");
+  m.def("_pop_overrides", &pop_scoped_overrides);
+  m.def("choose_matmul", &choose_matmul_py, py::arg("problem"), py::arg("device"), py::arg("overrides") = py::none(),
+        "The kernel a matrix product takes (runtime/ops/matmul_choice.h), without a GPU: problem {dtype, M, N, "
+        "K, batch, strides a_sb a_sm a_sk b_sb b_sk b_sn c_sb}, device {DeviceInfo fields}, settings over the "
+        "built-in defaults (not the environment).");
+  m.def("choose_conv", &choose_conv_py, py::arg("problem"), py::arg("device"), py::arg("overrides") = py::none(),
+        "The kernel a convolution takes (runtime/ops/conv_choice.h), without a GPU: problem {dtype, "
+        "transposed, groups, batch, icpg, ocpg, kernel_taps, out_pixels}, device {DeviceInfo fields}, "
+        "settings over the built-in defaults.");
+  m.def("_parse_environment", [](const std::map<std::string, std::string>& env) {
+    const EnvironmentSettings e = parse_environment([&](const char* name) {
+      const auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+    return py::make_tuple(e.process_error, e.graph_error);
+  }, "(first bad process setting, first bad graph setting) of an environment given as a dict, as the "
+     "runtime reads its own: for tests.");
   m.def("last_error", &last_error, "The last error the backend reported to ExecuTorch.");
   m.def("loaded_memory_reports", [] {
     py::list l;
     for (ComputeGraph* g : live_graphs()) l.append(memory_report(*g));
     return l;
   }, "Memory report of every delegate currently loaded through ExecuTorch.");
+  m.def("loaded_shaders", [] {
+    py::list l;
+    for (ComputeGraph* g : live_graphs()) l.append(shaders(*g));
+    return l;
+  }, "The shaders of every delegate currently loaded through ExecuTorch (one list each, in load order): "
+     "which kernels a loaded program runs.");
 
   py::class_<ComputeGraph>(m, "Graph")
-      .def(py::init(&load_graph), py::arg("blob"), "Loads a delegate blob onto the device.")
+      .def(py::init(&load_graph), py::arg("blob"), py::arg("overrides") = py::none(),
+           "Loads a delegate blob onto the device. overrides: {setting: value} for this graph's kernel "
+           "choices (settings_table(), scope 'graph'; names without VKDELEGATE_), over the defaults "
+           "(the environment, or the enclosing vkdelegate.runtime.overrides()).")
       .def_property_readonly("num_inputs", &ComputeGraph::num_inputs)
       .def_property_readonly("num_outputs", &ComputeGraph::num_outputs)
       .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")

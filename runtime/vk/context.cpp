@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../settings.h"
 #include "memory.h"
 #include "pipeline.h"
 
@@ -24,11 +25,6 @@ const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-bool env_flag(const char* name) {
-  const char* v = env(name);
-  return v && std::strcmp(v, "0") != 0;
-}
-
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     VkDebugUtilsMessageSeverityFlagBitsEXT severity,
     VkDebugUtilsMessageTypeFlagsEXT,
@@ -38,7 +34,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     g_validation_errors.fetch_add(1);
     std::fprintf(stderr, "[vkdelegate] Vulkan validation error: %s\n",
                  data->pMessage);
-  } else if (env_flag("VKDELEGATE_VERBOSE")) {
+  } else if (process_settings().verbose) {
     std::fprintf(stderr, "[vkdelegate] Vulkan: %s\n", data->pMessage);
   }
   return VK_FALSE;
@@ -183,7 +179,7 @@ void Context::create_instance() {
   for (const auto& l : layers) {
     if (std::strcmp(l.layerName, kValidationLayer) == 0) layer_present = true;
   }
-  const bool want_validation = env_flag("VKDELEGATE_VALIDATION");
+  const bool want_validation = process_settings().validation;
   const char* env_layers = env("VK_INSTANCE_LAYERS");
   const bool env_validation =
       env_layers && std::strstr(env_layers, kValidationLayer) != nullptr;
@@ -233,7 +229,7 @@ void Context::create_instance() {
     // The messenger also sees instance creation; messenger_info itself must
     // keep a null pNext, as it is reused for vkCreateDebugUtilsMessengerEXT.
     ici.pNext = &messenger_info;
-    if (want_validation && !env_flag("VKDELEGATE_NO_SYNC_VALIDATION")) {
+    if (want_validation && !process_settings().no_sync_validation) {
       features.pNext = &messenger_info;
       ici.pNext = &features;
     }
@@ -297,7 +293,7 @@ VkPhysicalDevice choose_physical_device(VkInstance instance) {
     vkGetPhysicalDeviceProperties(devices[i], &props[i]);
   }
   int chosen = -1;
-  if (const char* want = env("VKDELEGATE_DEVICE")) {
+  if (const char* want = process_settings().device.empty() ? nullptr : process_settings().device.c_str()) {
     char* end = nullptr;
     long idx = std::strtol(want, &end, 10);
     if (end && *end == '\0') {
@@ -356,7 +352,7 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   f.has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
                   vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
   f.has_coopmat2 = f.has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
-  f.want_statistics = env_flag("VKDELEGATE_PIPELINE_STATS") &&
+  f.want_statistics = process_settings().pipeline_stats &&
                       has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
 
   f.core.pNext = &f.storage16;
@@ -386,7 +382,7 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   vkGetPhysicalDeviceFeatures2(device, &f.core);
 
   // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
-  if (env_flag("VKDELEGATE_DISABLE_FP16")) {
+  if (process_settings().disable_fp16) {
     f.storage16.storageBuffer16BitAccess = VK_FALSE;
     f.storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
     f.float16int8.shaderFloat16 = VK_FALSE;
@@ -415,9 +411,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
   // take the large-tensor paths with small tensors (as on a device with a small limit).
-  if (const char* cap = std::getenv("VKDELEGATE_MAX_BINDING_BYTES")) {
-    const unsigned long long bytes = std::strtoull(cap, nullptr, 10);
-    if (bytes > 0 && bytes < info.max_storage_buffer_range) info.max_storage_buffer_range = bytes;
+  if (const std::optional<int64_t> bytes = process_settings().max_binding_bytes) {
+    info.max_storage_buffer_range = std::min(info.max_storage_buffer_range, static_cast<VkDeviceSize>(*bytes));
   }
   info.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
@@ -436,7 +431,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
                              f.coopmat2.cooperativeMatrixTensorAddressing &&
                              f.coopmat2.cooperativeMatrixPerElementOperations;
   info.pipeline_statistics = f.want_statistics && f.executable_props.pipelineExecutableInfo;
-  info.pipeline_internal_representations = info.pipeline_statistics && env_flag("VKDELEGATE_PIPELINE_IR");
+  info.pipeline_internal_representations = info.pipeline_statistics && process_settings().pipeline_ir;
   return info;
 }
 
@@ -581,10 +576,7 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
   // VKDELEGATE_FENCE_SPIN_US (default 1000; 0 blocks at once) before the
   // blocking wait, whose wake-up costs as much as a small graph's work (H100:
   // 25-70 us less per execute, an MLP 0.110 -> 0.084 ms, MobileNetV2 0.865 -> 0.82).
-  static const long spin_us = [] {
-    const char* v = std::getenv("VKDELEGATE_FENCE_SPIN_US");
-    return v ? std::max(0L, std::strtol(v, nullptr, 10)) : 1000L;
-  }();
+  const int64_t spin_us = process_settings().fence_spin_us;
   if (spin_us > 0) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
     while (std::chrono::steady_clock::now() < until) {

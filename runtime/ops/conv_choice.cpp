@@ -1,0 +1,234 @@
+// The kernel choice of the convolutions. The measurements behind the constants:
+// benchmarks/results/kernel_choice_h100.md.
+#include "conv_choice.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "matmul_choice.h"  // coopmat_f16_base
+#include "op_utils.h"       // kLocal1D
+
+namespace vkd {
+
+namespace {
+
+
+// The implicit-GEMM kernel: 16 x 16 invocations, each 4 x 4 outputs; used when
+// a group has enough output channels to fill most of a 64-channel tile.
+constexpr LocalSize kGemmLocal{16, 16, 1};
+constexpr int64_t kGemmTile = 64;
+constexpr int64_t kGemmMinChannels = 16;
+// Its split-K variant: 32-channel x 16-pixel tiles, 8 slices of K (local
+// (TNT, TMT, SLICES) of conv2d_gemm_sk), for convolutions whose 64 x 64 tiles
+// would leave a large GPU mostly idle (batch 1, small images, deep layers).
+constexpr LocalSize kGemmSkLocal{4, 8, 8};
+constexpr int64_t kGemmSkTileOC = 32;
+constexpr int64_t kGemmSkTilePix = 16;
+constexpr int64_t kGemmSkBelowTiles = 256;
+// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K.
+constexpr LocalSize kGemmSk16Local{4, 4, 16};
+constexpr int64_t kGemmSk16Tile = 16;
+constexpr int64_t kGemmSk16BelowTiles = 96;
+
+// The GEMM variants: name, local size (TNT, TMT, SLICES), channel and pixel tile,
+// shared memory (floats: max(SLICES * BK * (TM + TN), (SLICES - 1) * TM * TN)).
+struct GemmVariant {
+  const char* name;
+  LocalSize local;
+  int64_t tile_oc, tile_pix;
+  uint32_t shared_floats;
+};
+constexpr GemmVariant kGemm{"conv2d_gemm", kGemmLocal, kGemmTile, kGemmTile, 16 * 128};
+constexpr GemmVariant kGemmSk{"conv2d_gemm_sk", kGemmSkLocal, kGemmSkTileOC, kGemmSkTilePix, 7 * 32 * 16};
+constexpr GemmVariant kGemmSk16{"conv2d_gemm_sk16", kGemmSk16Local, kGemmSk16Tile, kGemmSk16Tile, 16 * 8 * 32};
+
+// The setting CONV_GEMM forces one variant on every convolution that takes the GEMM
+// kernels (tests, sweeps); null if unset.
+const GemmVariant* forced_gemm_variant(const Settings& s) {
+  const std::string& v = s.conv_gemm;
+  if (v.empty()) return nullptr;
+  for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16}) {
+    const char* short_name = gv == &kGemm ? "gemm" : gv->name + std::strlen("conv2d_gemm_");
+    if (v == short_name) return gv;
+  }
+  throw GraphError("VKDELEGATE_CONV_GEMM=" + v + " has no conv2d_gemm variant");
+}
+
+// The cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
+// float16 storage. Tiles (channels x pixels) and the local size of each variant:
+// l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
+// K), s 16 x 16 (8 warps, 8 slices of K; only when forced, see the split below).
+struct CoopVariant {
+  const char* name;
+  int64_t tile;  // BM = BN
+  uint32_t invocations;
+  uint32_t shared_bytes;
+  int64_t kc;  // K per stage (KSUB * 16)
+};
+constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4, 32};
+constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4, 32};
+constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4, 128};
+constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
+constexpr int64_t kCoopMFromTiles = 128;
+// Split-K over workgroups (the _sk variants, then conv2d_splitk_reduce.glsl) for
+// layers with fewer than kCoopMFromTiles tiles of m (deep layers at batch 1): m
+// tiles, K cut into slices until about kCoopSplitTargetGroups workgroups, each
+// slice at least kCoopSplitMinStages stages, at most kCoopSplitMaxSplits slices
+// (settings.def bounds COOPCONV_SPLITK by the same). s stays for COOPCONV_TILE=s.
+constexpr int64_t kCoopSplitTargetGroups = 256;
+constexpr int64_t kCoopSplitMinStages = 4;
+constexpr int64_t kCoopSplitMaxSplits = 16;
+
+// The float32 implicit GEMM on matmul_tiled's register blocking
+// (conv2d_tiled.glsl), groups 1: TC channels x 128 pixels per workgroup of
+// (16, TC / 8) invocations, pixels over the whole batch.
+struct TiledConvVariant {
+  const char* name;
+  uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
+};
+// c128 measured slower than c64 everywhere (kept to compare).
+constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
+constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
+constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
+constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
+// c64, or c32 where c64 computes over 15% more padded channels, or where only c32
+// gives kTiledConvFullGroups workgroups (about two per SM of a large GPU).
+constexpr int64_t kTiledConvFullGroups = 256;
+// Taken with that many workgroups, or kTiledConvMinGroups where K is at least
+// kTiledConvMinGroupsK, with at least kTiledConvMinChannels
+// output channels, a K step's worth of input channels (a step is BK input channels
+// of one tap; fewer pad it with zeros) and K of at least kTiledConvMinK (a few steps
+// do not pay for a tile's setup and epilogue; not measured, left to the GEMM kernels).
+constexpr int64_t kTiledConvMinGroups = 96;
+constexpr int64_t kTiledConvMinGroupsK = 512;
+constexpr int64_t kTiledConvMinChannels = 32;
+constexpr int64_t kTiledConvMinK = 64;
+
+// The number of K slices for a cooperative-matrix convolution of `tiles` output tiles
+// (all batches and groups) over K = `K`, `outputs` output elements (planned sizes).
+// The setting COOPCONV_SPLITK forces a count (1: no split), within the limits below.
+int64_t coop_conv_splits(const DeviceInfo& device, const Settings& s, const CoopVariant& v, int64_t tiles, int64_t K, int64_t outputs,
+                         int64_t z_groups) {
+  const int64_t stages = (K + v.kc - 1) / v.kc;
+  tiles = std::max<int64_t>(tiles, 1);  // an input too small for the kernel fails at its update
+  int64_t splits = tiles >= kCoopMFromTiles ? 1
+                                            : std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles,
+                                                        stages / kCoopSplitMinStages, kCoopSplitMaxSplits});
+  if (const std::optional<int64_t> f = s.coopconv_splitk) {
+    splits = std::min(*f, stages);  // settings.def bounds it by kCoopSplitMaxSplits  // every slice at least one stage
+  }
+  // The float scratch of all slices must fit one binding, and workgroup z its limit.
+  const int64_t range = static_cast<int64_t>(device.max_storage_buffer_range);
+  const int64_t slice_bytes = 4 * std::max<int64_t>(outputs, 1);
+  splits = std::min({splits, range / slice_bytes,
+                     static_cast<int64_t>(device.max_workgroup_count[2]) / std::max<int64_t>(z_groups, 1)});
+  return std::max<int64_t>(splits, 1);
+}
+
+// The conv32 variant for a float32 convolution of `icpg` -> `ocpg` channels, `ksize`
+// taps, over `pixels` output pixels (the whole batch), or nullptr to keep the other
+// kernels. The setting NO_TILED_CONV turns it off; TILED_CONV=1 takes it for every
+// convolution it can run (groups 1, not transposed), =c32|c64|c128 with that variant.
+const TiledConvVariant* tiled_conv_variant(const Settings& s, DType dtype, bool transposed, int64_t groups,
+                                           int64_t icpg, int64_t ocpg, int64_t ksize, int64_t pixels) {
+  if (dtype != DType::Float32 || transposed || groups != 1 || s.no_tiled_conv) return nullptr;
+  const auto pixel_tiles = [&](const TiledConvVariant& v) { return (pixels + 8 * v.x - 1) / (8 * v.x); };
+  const auto channel_tiles = [&](const TiledConvVariant& v) { return (ocpg + 8 * v.y - 1) / (8 * v.y); };
+  const auto workgroups = [&](const TiledConvVariant& v) { return pixel_tiles(v) * channel_tiles(v); };
+  const TiledConvVariant* v = &kTiledConvC64;
+  if (channel_tiles(kTiledConvC64) * 64 * 100 > channel_tiles(kTiledConvC32) * 32 * 115 ||
+      (workgroups(kTiledConvC64) < kTiledConvFullGroups && workgroups(kTiledConvC32) >= kTiledConvFullGroups)) {
+    v = &kTiledConvC32;
+  }
+  const std::string& force = s.tiled_conv;
+  const bool forced = !force.empty() && force != "0";
+  if (forced && force != "1") {
+    v = nullptr;
+    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
+      if (force == c->name) v = c;
+    }
+    if (v == nullptr) throw GraphError("VKDELEGATE_TILED_CONV=" + force + " has no conv2d_tiled variant");
+  }
+  if (pixel_tiles(*v) > 65535 || find_shader(std::string("conv2d_tiled_") + v->name + "_f32") == nullptr) {
+    return nullptr;
+  }
+  if (forced) return v;
+  const int64_t K = icpg * ksize;
+  const int64_t enough_groups = K >= kTiledConvMinGroupsK ? kTiledConvMinGroups : kTiledConvFullGroups;
+  const bool fits = ocpg >= kTiledConvMinChannels && icpg >= kTiledConvBK && K >= kTiledConvMinK &&
+                    workgroups(*v) >= enough_groups;
+  return fits ? v : nullptr;
+}
+
+}  // namespace
+
+ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Settings& s) {
+  const bool depthwise = !p.transposed && p.ocpg < kConvDirectTileOC;
+  const TiledConvVariant* tiled =
+      p.out_pixels > 0 ? tiled_conv_variant(s, p.dtype, p.transposed, p.groups, p.icpg, p.ocpg, p.kernel_taps,
+                                            p.batch * p.out_pixels)
+                       : nullptr;
+  ConvChoice c;
+  if (tiled != nullptr) {
+    c.kernel = ConvKernel::Tiled;
+    c.shader = std::string("conv2d_tiled_") + tiled->name + "_f32";
+    c.local = {tiled->x, tiled->y, 1};
+    return c;
+  }
+  const bool gemm = !p.transposed && p.ocpg >= kGemmMinChannels;
+  // Float16 convolutions the GEMM kernels would run go to the cooperative-matrix
+  // kernel where there is one.
+  if (gemm && p.dtype == DType::Float16) {
+    const std::string base = coopmat_f16_base(device, s, "conv2d_coop");
+    if (!base.empty()) {
+      const int64_t npix = p.out_pixels;
+      const auto tiles = [&](const CoopVariant& v) {
+        return p.batch * p.groups * ((npix + v.tile - 1) / v.tile) * ((p.ocpg + v.tile - 1) / v.tile);
+      };
+      const uint32_t smem = device.max_shared_memory;
+      // l where its tiles fill the GPU, else m (split over K where its tiles are few).
+      const CoopVariant* coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL : &kCoopM;
+      if (!s.coopconv_tile.empty()) {
+        for (const CoopVariant* v : {&kCoopL, &kCoopM, &kCoopS}) {
+          if (s.coopconv_tile == v->name) coop = v;
+        }
+      }
+      const int64_t splits = coop_conv_splits(device, s, *coop, tiles(*coop), p.icpg * p.kernel_taps,
+                                              p.batch * p.groups * p.ocpg * npix, p.batch * p.groups);
+      const std::string shader = base + "_" + coop->name + (splits > 1 ? "_sk" : "") + "_f16";
+      if (find_shader(shader) != nullptr && smem >= coop->shared_bytes) {
+        c.kernel = ConvKernel::Coop;
+        c.shader = shader;
+        c.local = {coop->invocations, 1, 1};
+        c.tile_m = c.tile_n = coop->tile;
+        c.splits = splits;
+        c.kc = coop->kc;
+        return c;
+      }
+    }
+  }
+  if (gemm) {
+    const auto tiles = [&](const GemmVariant& v) {
+      return p.batch * p.groups * ((p.out_pixels + v.tile_pix - 1) / v.tile_pix) *
+             ((p.ocpg + v.tile_oc - 1) / v.tile_oc);
+    };
+    const GemmVariant* gv =
+        tiles(kGemm) >= kGemmSkBelowTiles ? &kGemm : tiles(kGemmSk) >= kGemmSk16BelowTiles ? &kGemmSk : &kGemmSk16;
+    if (const GemmVariant* forced = forced_gemm_variant(s)) gv = forced;
+    if (gv->shared_floats * 4 > device.max_shared_memory ||
+        gv->local[0] * gv->local[1] * gv->local[2] > device.max_workgroup_invocations) {
+      gv = &kGemmSk16;  // 16 KB and 256 invocations: within every device's limits we run on
+    }
+    c.kernel = ConvKernel::Gemm;
+    c.shader = gv->name;
+    c.local = gv->local;
+    c.tile_m = gv->tile_oc, c.tile_n = gv->tile_pix;
+    return c;
+  }
+  c.kernel = p.transposed ? ConvKernel::Transposed : depthwise ? ConvKernel::Depthwise : ConvKernel::Direct;
+  c.shader = p.transposed ? "conv_transpose2d" : depthwise ? "conv2d_dw" : "conv2d";
+  c.local = kLocal1D;
+  return c;
+}
+
+}  // namespace vkd

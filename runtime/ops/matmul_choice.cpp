@@ -1,0 +1,293 @@
+// The kernel choice of the matrix products. The measurements behind the
+// constants: benchmarks/results/kernel_choice_h100.md.
+#include "matmul_choice.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+namespace vkd {
+
+namespace {
+
+// matmul.glsl's tile configurations, largest first: local size and tile (4 * local y rows,
+// 4 * local x columns; each invocation computes 4 x 4 outputs). The first that still gives
+// enough workgroups to fill a large GPU; the last serves problems too small for any other.
+struct TileConfig {
+  LocalSize local;
+  uint32_t tile_m, tile_n;
+};
+constexpr TileConfig kTileConfigs[] = {
+    {{16, 16, 1}, 64, 64},
+    {{8, 8, 1}, 32, 32},
+};
+constexpr int64_t kEnoughWorkgroups = 128;
+// gemv.glsl: 32 invocations split K for each of 8 outputs per workgroup (the
+// x width must be a power of two for its reduction).
+constexpr LocalSize kGemvLocal{32, 8, 1};
+// A product whose tiles give fewer than kEnoughWorkgroups takes gemv.glsl up to the
+// setting GEMV_MAX_ROWS rows, as long as the rows re-read at most kGemvMaxRereadBytes of B.
+constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
+
+// matmul_tiled.glsl, the float32 kernel for large products. Each invocation computes
+// 8 x 8 outputs; a workgroup of (x, y) invocations an (8 y) x (8 x) tile, stepping K by
+// bk through two shared buffers. Valid configurations keep an invocation's vec4 loads
+// per step at 1 or 2 per operand: bk 8 with x, y in {8, 16}, bk 16 with (16, 16) only
+// (settings.def: TILED_MM's values).
+struct TiledConfig {
+  uint32_t x, y, bk;
+};
+// The default, 128 x 128 tiles, bk 8, for products of at least kTiledMinGroups workgroups.
+constexpr TiledConfig kTiledDefault{16, 16, 8};
+constexpr int64_t kTiledMinGroups = 256;
+
+uint32_t tiled_shared_bytes(const TiledConfig& c) {
+  return 2 * c.bk * ((8 * c.y) / 4 + 1 + (8 * c.x) / 4 + 1) * 16;
+}
+
+// Split-K for matmul_tiled.glsl. A product of too few tiles to fill the GPU (1024^3: 64
+// tiles of 128 x 128 on 132 SMs) splits K into slices, a workgroup each, whose partial
+// sums go to a scratch tensor [splits, batch, M, N]; matmul_splitk_reduce.glsl adds them
+// and applies the epilogue. The default configuration picks the slice count by
+// splitk_cost_us for products of fewer than kTiledMinGroups tiles, both sides at least
+// kSplitKMinSide and at least kSplitKMinWork multiply-adds (below, matmul.glsl). The
+// setting MM_SPLITK forces a count on the tiled kernel (any size and configuration).
+constexpr int64_t kSplitKMaxSplits = 64;  // settings.def bounds MM_SPLITK by the same
+constexpr int64_t kSplitKMinChunk = 32;   // K per slice: 4 steps of BK 8
+constexpr int64_t kSplitKMinSide = 64;
+constexpr int64_t kSplitKMinWork = int64_t{1} << 26;
+
+// The cost model of the default 128 x 128 tiles, fitted to the H100's 132 SMs.
+constexpr int64_t kSplitKSms = 132;
+double splitk_cost_us(int64_t tiles, int64_t K, int64_t splits, int64_t outputs) {
+  const int64_t chunk = ((K + splits - 1) / splits + 7) / 8 * 8;
+  const int64_t per_sm = (tiles * splits + kSplitKSms - 1) / kSplitKSms;
+  const double per_k = per_sm == 1 ? 0.155 : 0.142 * static_cast<double>(per_sm);
+  const double mb = 1e-6 * static_cast<double>((splits + 1) * outputs * 4);
+  const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23 * mb + 0.25 * std::max(0.0, mb - 40.0);
+  return 8.0 + static_cast<double>(chunk) * per_k + reduce;
+}
+
+// 1 (no split), or the slice count for a product of `tiles` tiles (batch included);
+// pick: whether the cost model may choose (the default configuration); forced:
+// whether the setting MM_SPLITK asked for a split.
+int64_t splitk_count(const MatmulProblem& p, const DeviceInfo& device, const Settings& s, int64_t tiles, bool pick,
+                     bool& forced) {
+  int64_t splits = 1;
+  forced = false;
+  const int64_t outputs = p.batch * p.M * p.N;
+  if (s.mm_splitk) {
+    splits = *s.mm_splitk;
+    forced = splits > 1;
+  } else if (pick && tiles > 0 && tiles < kTiledMinGroups && p.M >= kSplitKMinSide && p.N >= kSplitKMinSide &&
+             outputs * p.K >= kSplitKMinWork) {
+    // The fewest slices within 3% of the cheapest: fewer dispatched workgroups
+    // and scratch bytes where the model cannot tell them apart.
+    const int64_t most = std::max<int64_t>(1, std::min(kSplitKMaxSplits, p.K / kSplitKMinChunk));
+    double best = splitk_cost_us(tiles, p.K, 1, outputs);
+    for (int64_t n = 2; n <= most; ++n) best = std::min(best, splitk_cost_us(tiles, p.K, n, outputs));
+    while (splitk_cost_us(tiles, p.K, splits, outputs) > 1.03 * best) ++splits;
+  }
+  // The scratch must fit one binding, and workgroup z (splits * batch) its limit.
+  const int64_t slice_bytes = 4 * outputs;
+  const int64_t range = static_cast<int64_t>(std::min<VkDeviceSize>(device.max_storage_buffer_range,
+                                                                    VkDeviceSize{1} << 30));
+  splits = std::min<int64_t>({splits, slice_bytes > 0 ? range / slice_bytes : splits,
+                              65535 / std::max<int64_t>(p.batch, 1)});
+  return std::max<int64_t>(splits, 1);
+}
+
+// The tiled configuration for this product (and its slice count), or none to keep
+// matmul.glsl: float32, A contiguous in k, B contiguous in n or k, enough workgroups
+// (from the planned sizes; the kernel is correct at any size, dynamic ones included).
+// The settings NO_TILED_MM and TILED_MM turn it off or force a configuration.
+bool tiled_config(const MatmulProblem& p, const DeviceInfo& device, const Settings& s, TiledConfig& config,
+                  int64_t& splits) {
+  splits = 1;
+  if (p.dtype != DType::Float32 || s.no_tiled_mm) return false;
+  if (p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return false;
+  if (find_shader("matmul_tiled_nb_f32") == nullptr) return false;
+  bool forced_split = false;
+  if (!s.tiled_mm.empty()) {
+    unsigned x = 0, y = 0, bk = 0;
+    std::sscanf(s.tiled_mm.c_str(), "%u,%u,%u", &x, &y, &bk);  // one of settings.def's values
+    config = {x, y, bk};
+    if (tiled_shared_bytes(config) > device.max_shared_memory) return false;
+    const int64_t tiles = ((p.N + 8 * x - 1) / (8 * x)) * ((p.M + 8 * y - 1) / (8 * y)) * p.batch;
+    splits = splitk_count(p, device, s, tiles, false, forced_split);
+    return true;
+  }
+  config = kTiledDefault;
+  const int64_t tm = 8 * config.y, tn = 8 * config.x;
+  const int64_t tiles = ((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch;
+  splits = splitk_count(p, device, s, tiles, true, forced_split);
+  if (tiles < kTiledMinGroups && splits == 1 && !forced_split) return false;
+  return tiled_shared_bytes(config) <= device.max_shared_memory;
+}
+
+bool few_rows_gemv(const MatmulProblem& p, const Settings& s, const TileConfig& config) {
+  // A forced tiled configuration, split count or cooperative-matrix tile asks for that kernel.
+  if (!s.tiled_mm.empty() || s.mm_splitk || !s.coopmm_tile.empty()) return false;
+  const int64_t groups = ((p.N + config.tile_n - 1) / config.tile_n) *
+                         ((p.M + config.tile_m - 1) / config.tile_m) * p.batch;
+  return p.M <= s.gemv_max_rows && groups < kEnoughWorkgroups &&
+         p.M * p.N * p.K * p.batch * 4 <= kGemvMaxRereadBytes;  // as float32: a bound
+}
+
+// Float16 products on cooperative matrices (matmul_coop.glslh). Per variant: warps
+// WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
+struct CoopMmVariant {
+  const char* name;
+  uint32_t wm, wn, fm, fn, stages, bk;
+  bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
+  uint32_t tile_m() const { return wm * fm * 16; }
+  uint32_t tile_n() const { return wn * fn * 16; }
+  uint32_t invocations() const { return wm * wn * 32; }
+  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
+  // reuses the A tiles).
+  uint32_t shared_bytes(bool b_kmajor) const {
+    const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
+  }
+};
+// l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
+// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit
+// 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
+// 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
+// one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
+constexpr CoopMmVariant kCoopMmVariants[] = {
+    {"l", 2, 4, 4, 2, 2, 32},  {"lt", 4, 2, 2, 4, 2, 32},  {"l1", 2, 4, 4, 2, 1, 32}, {"lt1", 4, 2, 2, 4, 1, 32},
+    {"w", 2, 4, 4, 4, 1, 32},  {"w16", 2, 4, 4, 4, 2, 16}, {"wt", 4, 2, 4, 4, 1, 32}, {"q", 2, 2, 4, 4, 2, 32},
+    {"q64", 2, 2, 4, 4, 1, 64}, {"l64", 2, 4, 4, 2, 1, 64}, {"m", 2, 2, 2, 2, 2, 32},
+    // PREFETCH=2 (two stages in flight in registers) of w, wt, l1, l64
+    {"w2", 2, 4, 4, 4, 1, 32}, {"wt2", 4, 2, 4, 4, 1, 32}, {"l2", 2, 4, 4, 2, 1, 32}, {"l64p2", 2, 4, 4, 2, 1, 64},
+    // matmul_coop2.glsl: tiles 128 x 128 (BK 32, 64) and 128 x 256, 256 invocations
+    {"c2_l", 2, 4, 4, 2, 0, 32, true}, {"c2_l64", 2, 4, 4, 2, 0, 64, true}, {"c2_w", 2, 4, 4, 4, 0, 32, true},
+};
+// The default (the H100 sweeps): w once its 128 x 256 tiles alone give
+// kCoopMmWFromGroups workgroups, w2 from kCoopMmW2FromGroups, else l64; l1 and m where
+// their shared memory is all that fits (lavapipe's 32 KiB). The c2_ variants only forced.
+constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
+constexpr const CoopMmVariant& kCoopMmW = kCoopMmVariants[4];
+constexpr const CoopMmVariant& kCoopMmL64 = kCoopMmVariants[9];
+constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
+constexpr const CoopMmVariant& kCoopMmW2 = kCoopMmVariants[11];
+constexpr int64_t kCoopMmWFromGroups = 256;
+constexpr int64_t kCoopMmW2FromGroups = 96;
+
+// The cooperative-matrix variant for this product, if any (and its shader): float16,
+// A contiguous in k, B contiguous in n or k, a device with the matrices
+// (coopmat_f16_base), a variant whose shared memory fits. The setting COOPMM_TILE
+// forces a variant; one that does not fit falls back to the float kernel. The c2_
+// variants (matmul_coop2.glsl) need VK_NV_cooperative_matrix2 and rows 16-byte
+// aligned (K, N multiples of 8).
+const CoopMmVariant* coop_mm_variant(const MatmulProblem& p, const DeviceInfo& device, const Settings& s,
+                                     std::string& shader) {
+  if (p.dtype != DType::Float16 || p.a_sk != 1 || (p.b_sn != 1 && p.b_sk != 1)) return nullptr;
+  const std::string base = coopmat_f16_base(device, s, "matmul_coop");
+  if (base.empty()) return nullptr;
+  const bool kmajor = p.b_sn != 1;
+  const bool coop2 = base == "matmul_coop" && device.cooperative_matrix2 &&
+                     coop2_aligned(p.K, p.N, p.a_sm, p.a_sb, p.b_sb, p.b_sn == 1 ? p.b_sk : p.b_sn, p.c_sb);
+  const auto shader_of = [&](const CoopMmVariant& v) {
+    const std::string name = v.coop2 ? std::string("matmul_coop2_") + (v.name + 3) : base + "_" + v.name;
+    return name + (kmajor ? "_kb" : "_nb") + "_f16";
+  };
+  const auto fits = [&](const CoopMmVariant& v) {
+    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= device.max_shared_memory) && find_shader(shader_of(v));
+  };
+  const CoopMmVariant* chosen = nullptr;
+  if (!s.coopmm_tile.empty()) {
+    for (const CoopMmVariant& v : kCoopMmVariants) {
+      if (s.coopmm_tile == v.name) chosen = &v;
+    }
+    if (chosen == nullptr) throw GraphError("VKDELEGATE_COOPMM_TILE=" + s.coopmm_tile + " has no variant");
+    if (!fits(*chosen)) return nullptr;
+  } else {
+    const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
+                             ((p.M + kCoopMmW.tile_m() - 1) / kCoopMmW.tile_m()) * p.batch;
+    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmW2, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
+      const int64_t from = v == &kCoopMmW ? kCoopMmWFromGroups : v == &kCoopMmW2 ? kCoopMmW2FromGroups : 0;
+      if (w_groups >= from && fits(*v)) {
+        chosen = v;
+        break;
+      }
+    }
+    if (chosen == nullptr) return nullptr;
+  }
+  shader = shader_of(*chosen);
+  return chosen;
+}
+
+}  // namespace
+
+bool coop2_aligned(int64_t K, int64_t N, int64_t a_sm, int64_t a_sb, int64_t b_sb, int64_t b_row, int64_t c_sb) {
+  return K % 8 == 0 && N % 8 == 0 && a_sm % 8 == 0 && a_sb % 8 == 0 && b_sb % 8 == 0 && b_row % 8 == 0 &&
+         c_sb % 8 == 0;
+}
+
+std::string coopmat_f16_base(const DeviceInfo& device, const Settings& settings, const std::string& base) {
+  if (settings.no_coopmat) return "";
+  if (settings.coopmat_emulate) return base + "_emu";
+  if (device.cooperative_matrix && device.subgroup_size == 32 && device.shader_float16 &&
+      device.has_cooperative_matrix_shape(16, 16, 16, "f16->f32")) {
+    return base;
+  }
+  return "";
+}
+
+MatmulChoice choose_matmul(const MatmulProblem& p, const DeviceInfo& device, const Settings& s) {
+  // matmul.glsl's tile from the planned (largest) sizes.
+  const TileConfig* config = &kTileConfigs[std::size(kTileConfigs) - 1];
+  for (const TileConfig& c : kTileConfigs) {
+    const int64_t groups = ((p.N + c.tile_n - 1) / c.tile_n) * ((p.M + c.tile_m - 1) / c.tile_m) * p.batch;
+    if (groups >= kEnoughWorkgroups) {
+      config = &c;
+      break;
+    }
+  }
+  // One row against a B contiguous in k (a linear weight): a matrix-vector product.
+  // A few rows whose tiles cannot fill the GPU too: matmul.glsl would leave a
+  // handful of workgroups each walking all of K, while gemv.glsl splits K over
+  // 32 invocations per output and re-reads B once per row (from L2: bounded).
+  MatmulChoice c;
+  if (p.b_sk == 1 && (p.M == 1 || few_rows_gemv(p, s, *config))) {
+    c.kernel = MatmulKernel::Gemv;
+    c.shader = "gemv";
+    c.local = kGemvLocal;
+    c.tile_m = 1, c.tile_n = kGemvLocal[1];
+    return c;
+  }
+  // Float16 products go to the cooperative-matrix kernel where there is one.
+  std::string coop_shader;
+  if (const CoopMmVariant* v = coop_mm_variant(p, device, s, coop_shader)) {
+    c.kernel = MatmulKernel::Coop;
+    c.shader = coop_shader;
+    c.local = {v->invocations(), 1, 1};
+    c.tile_m = v->tile_m(), c.tile_n = v->tile_n();
+    c.group_m = static_cast<int32_t>(s.coopmm_group);
+    c.coop2 = v->coop2;
+    return c;
+  }
+  // Large float32 products take matmul_tiled.glsl.
+  TiledConfig t{};
+  int64_t splits = 1;
+  if (tiled_config(p, device, s, t, splits)) {
+    const bool unroll = t.bk == 16 || s.tiled_mm_unroll;
+    c.kernel = MatmulKernel::Tiled;
+    c.shader = std::string("matmul_tiled") + (t.bk == 16 ? "16" : "") + (unroll ? "u" : "") +
+               (splits > 1 ? "_sk_" : "_") + (p.b_sn == 1 ? "nb" : "kb") + "_f32";
+    c.local = {t.x, t.y, 1};
+    c.tile_m = 8 * t.y, c.tile_n = 8 * t.x;
+    c.splits = splits;
+    c.group_m = static_cast<int32_t>(s.tiled_mm_group);
+    return c;
+  }
+  c.kernel = MatmulKernel::Strided;
+  c.shader = "matmul";
+  c.local = config->local;
+  c.tile_m = config->tile_m, c.tile_n = config->tile_n;
+  return c;
+}
+
+}  // namespace vkd
