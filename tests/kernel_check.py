@@ -18,6 +18,19 @@ class KernelRun:
     method: object    # the loaded method, to execute again (other sizes)
 
 
+_LOWERED = {}
+
+
+def lower_once(key, module, inputs, dynamic_shapes=None):
+    """`module` lowered once per process per `key`. Kernel settings apply when a program
+    loads, not when it lowers, so the tests that force each variant in turn on the same
+    case share one lowering (and one .pte) instead of lowering it again per variant."""
+    if key not in _LOWERED:
+        em = lower(module, inputs, dynamic_shapes=dynamic_shapes)
+        _LOWERED[key] = (em, em.to_executorch().buffer)
+    return _LOWERED[key][0]
+
+
 def chosen_shaders(edge_manager, **settings):
     """The shaders the delegate's graph chooses with `settings`, loaded but not run
     (for shapes too large to run on lavapipe)."""
@@ -29,9 +42,10 @@ def run_forcing(module, inputs, *, edge_manager=None, dynamic_shapes=None, **set
     `settings`, runs it on `inputs`. The shaders are those of the very graphs that
     ran (the delegates this load added), not of another load."""
     em = edge_manager if edge_manager is not None else lower(module, inputs, dynamic_shapes=dynamic_shapes)
+    pte = next((pte for cached, pte in _LOWERED.values() if cached is em), None) or em.to_executorch().buffer
     delegates = len(delegate_calls(em))
     with rt.overrides(**settings):
-        method = load_method(em.to_executorch().buffer)
+        method = load_method(pte)
     loaded = rt.loaded_shaders()
     shaders = [s for graph in loaded[len(loaded) - delegates:] for s in graph]
     outputs = method.execute(list(inputs))

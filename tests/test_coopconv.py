@@ -10,7 +10,7 @@ import copy
 import pytest
 import torch
 from helpers import cpu_ops, delegate_calls, lower, relative_error
-from kernel_check import assert_ran, chosen_shaders, run_forcing
+from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing
 from torch import nn
 from op_samples import ConvClamp
 
@@ -50,7 +50,7 @@ def _run_half(name, **settings):
     module = CASES[name][0]().eval()
     inputs = CASES[name][1]()
     half, half_inputs = copy.deepcopy(module).half(), tuple(x.half() for x in inputs)
-    em = lower(half, half_inputs)
+    em = lower_once(("coopconv", name), half, half_inputs)  # the same lowering for every setting
     assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
     run = run_forcing(half, half_inputs, edge_manager=em, **settings)
     with torch.no_grad():  # float math on the half-rounded weights and inputs
@@ -58,8 +58,12 @@ def _run_half(name, **settings):
     return run.outputs[0], ref, run.shaders
 
 
+def _grouped(names):
+    return [pytest.param(name, marks=pytest.mark.xdist_group(f"coopconv-{name}")) for name in names]
+
+
 @pytest.mark.parametrize("tile", ["l", "m", "s"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", _grouped(sorted(CASES)))
 def test_emulated_coop_conv_matches_eager(name, tile):
     out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile)
     assert any(s.startswith(f"conv2d_coop_emu_{tile}_") for s in shaders), shaders
@@ -87,7 +91,7 @@ SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwi
 
 @pytest.mark.parametrize("splits", [2, 3, 16])
 @pytest.mark.parametrize("tile", ["l", "m", "s"])
-@pytest.mark.parametrize("name", SPLIT_CASES)
+@pytest.mark.parametrize("name", _grouped(SPLIT_CASES))
 def test_emulated_coop_conv_split_k_matches_eager(name, tile, splits):
     out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile, COOPCONV_SPLITK=splits)
     K = {"deep_k_several_stages": 70 * 9, "residual_relu": 16 * 9, "clamp_relu6": 20 * 9,

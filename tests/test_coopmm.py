@@ -12,7 +12,7 @@ import torch
 
 import vkdelegate.runtime as rt
 from helpers import TOLERANCES, lower, relative_error
-from kernel_check import assert_ran, chosen_shaders, run_forcing
+from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing
 
 # One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
 # index gives O(1) errors.
@@ -74,9 +74,11 @@ def cases(m, k, n):
     ]
 
 
-def run_case(module, inputs, **settings):
-    """(output, float reference on the same half values, shaders that ran)"""
-    run = run_forcing(module.eval(), inputs, **settings)
+def run_case(module, inputs, key=None, **settings):
+    """(output, float reference on the same half values, shaders that ran); with a `key`,
+    the lowering is shared with the other tests of that key (kernel_check.lower_once)."""
+    em = lower_once(key, module.eval(), inputs) if key is not None else None
+    run = run_forcing(module.eval(), inputs, edge_manager=em, **settings)
     with torch.no_grad():
         ref = module.float()(*(x.float() for x in inputs))
     module.half()
@@ -90,7 +92,8 @@ def check(out, ref):
 
 
 @pytest.mark.parametrize("tile", sorted(VARIANTS))
-@pytest.mark.parametrize("shape", SHAPES, ids=["x".join(map(str, s)) for s in SHAPES])
+@pytest.mark.parametrize("shape", [pytest.param(s, id="x".join(map(str, s)), marks=pytest.mark.xdist_group(f"coopmm-{s}"))
+                                   for s in SHAPES])
 def test_emulated_coop_matmul_matches_eager(tile, shape):
     smem = rt.device_info()["max_shared_memory"]
     ran = 0
@@ -99,7 +102,8 @@ def test_emulated_coop_matmul_matches_eager(tile, shape):
             continue
         if name.startswith("linear") and shape[0] == 1:
             continue  # one row of a linear is a matrix-vector product (gemv.glsl)
-        out, ref, shaders = run_case(module, inputs, COOPMAT_EMULATE=True, COOPMM_TILE=tile)
+        out, ref, shaders = run_case(module, inputs, key=("coopmm", shape, name), COOPMAT_EMULATE=True,
+                                     COOPMM_TILE=tile)
         kind = "kb" if b_kmajor else "nb"
         assert_ran(shaders, f"matmul_coop_emu_{tile}_{kind}_f16")
         check(out, ref)

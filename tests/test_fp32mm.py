@@ -12,7 +12,7 @@ import torch
 
 import vkdelegate.runtime as rt
 from helpers import TOLERANCES, lower
-from kernel_check import chosen_shaders, run_forcing
+from kernel_check import chosen_shaders, lower_once, run_forcing
 
 # (M, K, N): aligned with a partial last K step; unaligned K and N; K below BK (aligned
 # and not); one tile or less.
@@ -49,7 +49,8 @@ def test_tiled_configs(config):
                   torch.randn(n))
         module = Products(k, n)
         refs = module(*inputs)
-        run = run_forcing(module, inputs, **settings)
+        em = lower_once(("fp32mm", m, k, n), module, inputs)  # the same lowering for every configuration
+        run = run_forcing(module, inputs, edge_manager=em, **settings)
         assert mm_shader in run.shaders, (config, run.shaders)
         for out, ref in zip(run.outputs, refs):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"], msg=f"{config} {(m, k, n)}")
@@ -76,12 +77,13 @@ def products3d_inputs(m, k, n):
 SPLIT_SHAPES = SHAPES + [(3, 1, 5), (37, 77, 41), (20, 520, 12)]
 
 
-def check_split(module, inputs, products, expect_split=True, scales=None, **settings):
+def check_split(module, inputs, products, expect_split=True, scales=None, key=None, **settings):
     """Lowers and runs `module` with `settings`, checks from the shaders that ran that
     its `products` took the split (or, expect_split=False, none did), compares with
     PyTorch (each output divided by its scale: large magnitudes cancel to results small
     beside them)."""
-    run = run_forcing(module.eval(), inputs, **settings)
+    em = lower_once(key, module.eval(), inputs) if key is not None else None
+    run = run_forcing(module.eval(), inputs, edge_manager=em, **settings)
     shaders = run.shaders
     tiled = [s for s in shaders if s.startswith("matmul_tiled")]
     reduces = shaders.count("matmul_splitk_reduce_f32")
@@ -105,7 +107,7 @@ def test_splitk(config, splits):
         torch.manual_seed(m * 1000 + n + k)
         inputs = (torch.randn(m, k), torch.randn(k, n), torch.randn(2, m, k), torch.randn(2, k, n),
                   torch.randn(n))
-        check_split(Products(k, n), inputs, 4, **settings)
+        check_split(Products(k, n), inputs, 4, key=("fp32mm-split", m, k, n), **settings)
 
 
 @pytest.mark.parametrize("splits", [2, 5])

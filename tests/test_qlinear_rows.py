@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from helpers import TOLERANCES, lower
-from kernel_check import assert_ran, chosen_shaders, run_forcing
+from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing
 import torchao_samples as S
 
 pytest.importorskip("torchao")
@@ -57,12 +57,14 @@ def settings_for(flow, sg):
 
 @pytest.mark.parametrize("sg", [True, False], ids=["subgroup", "shared"])
 @pytest.mark.parametrize("flow", list(OPS))
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=pytest.mark.xdist_group(f"qlinear_rows-{c[0]}"))
+                                  for c in CASES])
 def test_rows_kernel_matches_reference(case, flow, sg):
     _, k, n, bits, group, asym, bias, sizes = case
     module = fused(OPS[flow], k, n, bits, group, asym, bias)
     x = torch.randn(sizes) * 2.0
-    run = run_forcing(module, (x,), **settings_for(flow, sg))
+    em = lower_once(("qlinear_rows", case[0], OPS[flow]), module, (x,))  # the same lowering for every setting
+    run = run_forcing(module, (x,), edge_manager=em, **settings_for(flow, sg))
     shaders = run.shaders
     rows = x.numel() // k
     if flow != "weight_only" or rows <= 4:

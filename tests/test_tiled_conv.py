@@ -18,7 +18,7 @@ from torch import nn
 import vkdelegate.runtime as rt
 from helpers import cpu_ops, delegate_calls, lower
 from helpers import delegate_blob
-from kernel_check import chosen_shaders, run_forcing
+from kernel_check import chosen_shaders, lower_once, run_forcing
 from op_samples import ConvClamp
 
 inf = float("inf")
@@ -80,14 +80,17 @@ def _run(name, **settings):
     torch.manual_seed(0)
     module = CASES[name][0]().eval()
     inputs = CASES[name][1]()
-    run = run_forcing(module, inputs, edge_manager=_lower(module, inputs), **settings)
+    em = lower_once(("tiled_conv", name), module, inputs)  # the same lowering for every setting
+    assert len(delegate_calls(em)) == 1 and cpu_ops(em) == []
+    run = run_forcing(module, inputs, edge_manager=em, **settings)
     with torch.no_grad():
         ref = module(*inputs)
     return _conv_shaders(run.shaders), run.outputs[0], ref
 
 
 @pytest.mark.parametrize("variant", ["c32", "c64", "c128"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xdist_group(f"tiled_conv-{name}"))
+                                  for name in sorted(CASES)])
 def test_tiled_conv_matches_eager(name, variant):
     shaders, out, ref = _run(name, TILED_CONV=variant)
     assert shaders == [f"conv2d_tiled_{variant}_f32"], shaders
