@@ -98,7 +98,7 @@ setup(
     package_dir={"vkdelegate": "."},
     package_data={"vkdelegate.runtime": ["vkdelegate_runner"], "vkdelegate.serialization": ["schema.fbs"]},
     install_requires=["executorch==1.5.1", "flatbuffers", "numpy"],
-    # gguf family: vkdelegate.gguf reads .gguf files with the gguf package.
+    # GGUF: vkdelegate.gguf reads .gguf files with the gguf package.
     extras_require={"gguf": ["gguf>=0.10"]},
     ext_modules=[CMakeExtension("vkdelegate.runtime._vkdelegate")],
     cmdclass={"build_ext": CMakeBuild},

@@ -129,7 +129,7 @@ def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPl
 
 
 def _first_fit(objects: List[Tuple[int, List[Tuple[int, int]]]], first: int, last: int) -> Optional[int]:
-    # barriers family: of the objects that fit, take the one whose other lifetimes
+    # Barrier placement: of the objects that fit, take the one whose other lifetimes
     # lie farthest (in ops) from this one. Reusing memory that the previous op just
     # read makes the next write wait for that read (a write-after-read barrier at
     # runtime), which serializes dispatches that could overlap. The object's size
@@ -144,5 +144,5 @@ def _first_fit(objects: List[Tuple[int, List[Tuple[int, int]]]], first: int, las
     return best
 
 
-# barriers family: gaps of this many ops or more count as equally far.
+# Barrier placement: gaps of this many ops or more count as equally far.
 _FAR = 16

@@ -27,7 +27,7 @@ PASSES: List[Pass] = [
     # perf: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv;
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,
-    force_fp16,  # fp16 family: last, so that it sees what the other passes made
+    force_fp16,  # Float16: last, so that it sees what the other passes made
 ]
 
 

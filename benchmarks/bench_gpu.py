@@ -143,7 +143,7 @@ def main():
                            torch_ms=torch_ms, load_ms=ours["load_ms"], profile=ours["profile"])
                 row["ratio"] = row["ours"] / row["torch"]
             elif case["kind"] == "quant":
-                # qlinear family: GB/s of weights read; PyTorch runs the float linear in fp16.
+                # Quantized linear: GB/s of weights read; PyTorch runs the float linear in fp16.
                 factory, _, _, _, our_bytes, torch_bytes = QUANT[name]
                 module, inputs = factory()
                 module = module.cuda().half().eval()

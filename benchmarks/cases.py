@@ -44,7 +44,7 @@ class Conv3x3(nn.Module):
 
 
 class ConvF16(nn.Module):
-    """A convolution; coopconv family: .half() for the cooperative-matrix kernel, conv32: float32 as is."""
+    """A convolution: .half() for the cooperative-matrix kernel, float32 as is for the tiled float32 one."""
 
     def __init__(self, c, oc, k, stride=1, padding=0):
         super().__init__()
@@ -71,7 +71,7 @@ MICRO = {
     "add_64M_fp32": (lambda: (Add(), (_f32(M64), _f32(M64))), "GB/s", 3 * 4 * M64),
     "mm_fp32_1024": (lambda: (MatMul(), (_f32(1024, 1024), _f32(1024, 1024))), "TFLOP/s", 2 * 1024**3),
     "mm_fp32_4096": (lambda: (MatMul(), (_f32(4096, 4096), _f32(4096, 4096))), "TFLOP/s", 2 * 4096**3),
-    # fp32mm family: where the tiled kernel starts to pay; odd sizes (no multiple of the tile, K and N not of 4: the kernel's scalar path).
+    # Float32 tiled matmul: where the tiled kernel starts to pay; odd sizes (no multiple of the tile, K and N not of 4: the kernel's scalar path).
     "mm_fp32_2048": (lambda: (MatMul(), (_f32(2048, 2048), _f32(2048, 2048))), "TFLOP/s", 2 * 2048**3),
     "mm_fp32_4095x1023x4097": (lambda: (MatMul(), (_f32(4095, 1023), _f32(1023, 4097))), "TFLOP/s",
                                2 * 4095 * 1023 * 4097),
@@ -80,7 +80,7 @@ MICRO = {
     "softmax_4096x4096": (lambda: (Softmax(), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "layer_norm_4096x4096": (lambda: (LayerNorm(4096), (_f32(4096, 4096),)), "GB/s", 2 * 4 * 4096 * 4096),
     "conv3x3_64c_56_b1": (lambda: (Conv3x3(), (_f32(1, 64, 56, 56),)), "TFLOP/s", 2 * 64 * 64 * 9 * 56 * 56),
-    # coopconv family: fp16 convolutions, a ResNet deep layer at batch 1 and odd channels and pixels.
+    # Float16 convolutions (cooperative matrices), a ResNet deep layer at batch 1 and odd channels and pixels.
     "conv3x3_fp16_256c_14_b1": (lambda: (ConvF16(256, 256, 3, padding=1).half(), (_f16(1, 256, 14, 14),)),
                                 "TFLOP/s", 2 * 256 * 256 * 9 * 14 * 14),
     # ResNet-18's deepest 3x3 layers at batch 1 (few output tiles, long K).
@@ -93,7 +93,7 @@ MICRO = {
     "conv1x1_fp16_1024to256_14_b1": (lambda: (ConvF16(1024, 256, 1).half(), (_f16(1, 1024, 14, 14),)),
                                      "TFLOP/s", 2 * 1024 * 256 * 14 * 14),
     "conv3x3_64c_56_b32": (lambda: (Conv3x3(), (_f32(32, 64, 56, 56),)), "TFLOP/s", 32 * 2 * 64 * 64 * 9 * 56 * 56),
-    # conv32 family: float32 convolutions at batch 32 (ResNet's deeper 3x3 layers) and odd
+    # Float32 convolutions (tiled kernel) at batch 32 (ResNet's deeper 3x3 layers) and odd
     # channels and pixels with stride 2 (the tiled kernel's edges, for max_rel_err).
     "conv3x3_128c_28_b32": (lambda: (ConvF16(128, 128, 3, padding=1), (_f32(32, 128, 28, 28),)), "TFLOP/s",
                             32 * 2 * 128 * 128 * 9 * 28 * 28),
@@ -106,7 +106,7 @@ MICRO = {
 }
 
 
-# coopmm family: odd-shape fp16 products (not multiples of 16 or of any tile), for max_rel_err
+# Cooperative-matrix matmul: odd-shape fp16 products (not multiples of 16 or of any tile), for max_rel_err
 # of a cooperative-matrix matmul against PyTorch CUDA fp16 (edges, odd K, bias, batch).
 class BatchMatMul(nn.Module):
     def forward(self, a, b):
@@ -142,7 +142,7 @@ MICRO.update({
 })
 
 
-# mm1024 family: mid-size float32 products that fill the GPU only with split-K or smaller
+# Split-K float32 matmul: mid-size float32 products that fill the GPU only with split-K or smaller
 # tiles (sweep_splitk.sh): BERT-base-like feed-forward linears with bias (768 tokens,
 # 768 -> 3072 and 3072 -> 768), a CLIP-text-like batch-1 projection (77 tokens, 1024 -> 1024).
 MICRO.update({
@@ -170,7 +170,7 @@ def _int4_g32_bytes(k, n):
     return k * n // 2 + k * n // 32 * 4
 
 
-# qlinear family: quantized-weight linears. make_bundle.py quantizes the float module
+# Quantized-weight linears. make_bundle.py quantizes the float module
 # with torchao (flow "weight_only": IntxWeightOnlyConfig; "8da": Int8DynamicActivationIntxWeightConfig;
 # symmetric, so no zero points) for our side; PyTorch runs the same float module in fp16.
 # name -> (factory of the float module and inputs, flow, bits, group size,

@@ -62,7 +62,7 @@ def _quantized_factory(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", nargs="*", default=sorted(MICRO))
-    ap.add_argument("--quant", nargs="*", default=["linear_int4_g32_4096x4096_m1"])  # qlinear family
+    ap.add_argument("--quant", nargs="*", default=["linear_int4_g32_4096x4096_m1"])  # quantized linear
     ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
     # fp16 rows: lowered with force_fp16, compared with PyTorch CUDA running model.half().
     ap.add_argument("--fp16-models", nargs="*", default=["mobilenet_v2", "resnet18"])
@@ -87,7 +87,7 @@ def main():
     for name in args.micro:
         factory, _, _ = MICRO[name]
         cases.append(("micro", name, factory, None))
-    for name in args.quant:  # qlinear family: torchao-quantized linears
+    for name in args.quant:  # Quantized linear: torchao-quantized linears
         cases.append(("quant", name, _quantized_factory(name), None))
     for name in args.models:
         if name not in MODELS:

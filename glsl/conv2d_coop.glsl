@@ -1,4 +1,4 @@
-// coopconv family: the cooperative-matrix implicit-GEMM convolution
+// The cooperative-matrix implicit-GEMM convolution
 // (conv2d_coop.glslh says how it works). Local size (NT, 1, 1), NT = WM*WN*S*32;
 // _sk: K split over workgroups too (SPLITK, see there).
 // variant conv2d_coop_l: WM=2 WN=2 S=1 FM=2 FN=2 KSUB=2

@@ -1,4 +1,4 @@
-// coopconv family: conv2d_coop with the matrix operations emulated by loops
+// conv2d_coop with the matrix operations emulated by loops
 // over shared memory (no extension), so the kernel's indexing is tested on
 // devices without cooperative matrices (VKDELEGATE_COOPMAT_EMULATE=1).
 // variant conv2d_coop_emu_l: WM=2 WN=2 S=1 FM=2 FN=2 KSUB=2

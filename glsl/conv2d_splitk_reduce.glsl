@@ -1,4 +1,4 @@
-// coopconv family, split-K: the second pass of a conv2d_coop _sk convolution
+// Cooperative-matrix convolution, split-K: the second pass of a conv2d_coop _sk convolution
 // (runtime/ops/conv.cpp). The first wrote each K slice's raw float sums into a
 // scratch [splits][N][OC][pixels]; this one adds the slices in order and applies
 // the convolution's epilogue, as conv2d_coop does without a split:

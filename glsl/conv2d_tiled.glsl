@@ -1,4 +1,4 @@
-// conv32 family: aten.convolution (not transposed, groups 1, float32) as an
+// The float32 tiled convolution: aten.convolution (not transposed, groups 1, float32) as an
 // implicit GEMM on the register blocking of matmul_tiled.glsl:
 //   out[oc, m] = sum_k W[oc, k] * X[k, m],  m = (n, oh, ow) over the whole batch
 // (tiles cross image boundaries: no tile is wasted on a small image's remainder).

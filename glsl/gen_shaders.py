@@ -42,7 +42,7 @@ TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
 DEFAULT_TARGET_ENV = "vulkan1.1"
 STORAGE_DEFINES = {
     "f32": ["T=float", "CT=float", "IS_FLOAT=1", "T4=vec4"],
-    # fp16 family: STORAGE_F16 turns on the 16-bit extensions in common.glslh.
+    # Float16: STORAGE_F16 turns on the 16-bit extensions in common.glslh.
     "f16": ["T=float16_t", "CT=float", "IS_FLOAT=1", "STORAGE_F16=1", "T4=f16vec4"],
     "i32": ["T=int", "CT=int", "IS_FLOAT=0", "T4=ivec4"],
 }

@@ -1,4 +1,4 @@
-// coopmm family: the cooperative-matrix float16 matmul (matmul_coop.glslh says
+// The cooperative-matrix float16 matmul (matmul_coop.glslh says
 // how it works). Local size (NT, 1, 1), NT = WM*WN*32; tile BM x BN =
 // (WM*FM*16) x (WN*FN*16); _nb: B contiguous in n (mm, bmm, addmm), _kb: in k
 // (linear). STAGES=1 for tiles whose two shared buffers would not fit 48 KiB.

@@ -1,4 +1,4 @@
-// coopmm family: the float16 matmul on VK_NV_cooperative_matrix2 (H100 and
+// The float16 matmul on VK_NV_cooperative_matrix2 (H100 and
 // other NVIDIA devices that have it), to compare with matmul_coop.glslh:
 //   out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]
 // A workgroup computes one BM x BN tile as one workgroup-scope matrix, float

@@ -1,4 +1,4 @@
-// coopmm family: matmul_coop with the matrix operations emulated by loops over
+// matmul_coop with the matrix operations emulated by loops over
 // shared memory (no extension), so the kernel's tiling and indexing are tested
 // on devices without cooperative matrices (VKDELEGATE_COOPMAT_EMULATE=1).
 // variant matmul_coop_emu_l_nb: WM=2 WN=4 FM=4 FN=2 STAGES=2 BK=32 B_KMAJOR=0

@@ -1,4 +1,4 @@
-// fp32mm family, split-K: the second pass of a matmul_tiled.glsl product split
+// Float32 tiled matmul, split-K: the second pass of a matmul_tiled.glsl product split
 // along K (runtime/ops/matmul.cpp). The first wrote each slice's raw partial sums
 // into a scratch [splits, batch * M * N]; this one adds the slices in order and
 // applies the epilogue:

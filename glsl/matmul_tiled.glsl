@@ -1,4 +1,4 @@
-// fp32mm family: the float32 matrix multiply for large products (mm, bmm, addmm, linear):
+// The float32 matrix multiply for large products (mm, bmm, addmm, linear):
 //   out[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * bias[b, m, n]
 // with A contiguous in k (a_sk == 1) and B contiguous in n (variant nb: mm,
 // bmm, addmm) or in k (variant kb: linear's weight [N, K]); the host picks it

@@ -177,7 +177,7 @@ class VulkanOperatorSupport(OperatorSupportBase):
             return node.name in self.constants
         if node.op != "call_function" or self.registry.entry_for(node.target) is None:
             return False
-        if self.registry.entry_for(node.target).fused:  # qlinear family: quantized weights stay packed
+        if self.registry.entry_for(node.target).fused:  # Quantized linear: quantized weights stay packed
             return False
         if node not in self._foldable:
             outputs = output_tensors(node)

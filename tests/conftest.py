@@ -19,7 +19,7 @@ def no_vulkan_validation_errors(request):
     before = rt.validation_error_count()
     yield
     errors = rt.validation_error_count() - before
-    # barriers family: a test that provokes errors on purpose checks them itself.
+    # Barrier placement: a test that provokes errors on purpose checks them itself.
     if request.node.get_closest_marker("provokes_validation_errors"):
         return
     assert errors == 0, f"{errors} Vulkan validation error(s) during this test; see stderr"
@@ -27,7 +27,7 @@ def no_vulkan_validation_errors(request):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "provokes_validation_errors: the test checks that Vulkan "
-                            "validation reports errors it provokes (barriers family)")
+                            "validation reports errors it provokes (barrier placement)")
 
 
 def pytest_report_header(config):

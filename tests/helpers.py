@@ -21,10 +21,10 @@ TOLERANCES = {
     "reduction": dict(rtol=1e-4, atol=1e-5),
     "matmul": dict(rtol=1e-4, atol=1e-4),
     "model": dict(rtol=1e-3, atol=1e-4),
-    # pt2e family: int8 outputs may differ by one quantization step where the float
+    # PT2E static int8: int8 outputs may differ by one quantization step where the float
     # result lands on a rounding boundary (int32 accumulation vs PyTorch's float sum).
     "quantized": dict(rtol=0, atol=1),
-    # fp16 family: against float32 math on the same half values, rounded to half. Kernels
+    # Float16: against float32 math on the same half values, rounded to half. Kernels
     # compute in float and round once on store (half ulp: 4.9e-4 relative); samples that
     # chain ops (decompositions) round between them.
     "fp16_elementwise": dict(rtol=2e-3, atol=1e-3),

@@ -197,7 +197,7 @@ def _mm_samples() -> List[SampleCase]:
         # its step of 8, unaligned (scalar path) and aligned (vec4 path) K and N.
         SampleCase("tiled_2049x5_5x2050", _Call(torch.mm), (_values(2049, 5), _values(5, 2050))),
         SampleCase("tiled_aligned_2048x12_12x2052", _Call(torch.mm), (_values(2048, 12), _values(12, 2052))),
-        # mm1024: few tiles and a long K: the default splits K (matmul_tiled _sk + reduce).
+        # split-K: few tiles and a long K: the default splits K (matmul_tiled _sk + reduce).
         SampleCase("splitk_200x1032_1032x330", _Call(torch.mm),
                    (_values(200, 1032, scale=0.1), _values(1032, 330, scale=0.1))),
     ]
@@ -235,7 +235,7 @@ def _linear_samples() -> List[SampleCase]:
         # fp32mm: matmul_tiled.glsl with B contiguous in k (the weight), aligned and not.
         SampleCase("tiled_2052x12_to_2056", torch.nn.Linear(12, 2056), (_values(2052, 12),)),
         SampleCase("tiled_2x1030x13_to_2049", torch.nn.Linear(13, 2049, bias=False), (_values(2, 1030, 13),)),
-        # mm1024: split K by default (77 tokens, a batch-1 transformer projection), K unaligned.
+        # split K by default (77 tokens, a batch-1 transformer projection), K unaligned.
         SampleCase("splitk_77x1030_to_1024", torch.nn.Linear(1030, 1024), (_values(77, 1030),)),
     ]
 
@@ -248,7 +248,7 @@ def _bmm_samples() -> List[SampleCase]:
         SampleCase("tiled_batch4_1030x12_12x1032", _Call(torch.bmm), (_values(4, 1030, 12), _values(4, 12, 1032))),
         SampleCase("size1_1x1x9_1x9x1", _Call(torch.bmm), (_values(1, 1, 9), _values(1, 9, 1))),
         SampleCase("outer_batch4", _Call(torch.bmm), (_values(4, 33, 1), _values(4, 1, 7))),
-        # mm1024: split K by default over 4 batches.
+        # split K by default over 4 batches.
         SampleCase("splitk_batch4_130x1030_1030x140", _Call(torch.bmm),
                    (_values(4, 130, 1030, scale=0.1), _values(4, 1030, 140, scale=0.1))),
     ]

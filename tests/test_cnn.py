@@ -1,4 +1,4 @@
-"""The cnn family beyond the per-op samples: what is refused (with a reason),
+"""CNN ops beyond the per-op samples: what is refused (with a reason),
 and a small CNN that resizes with its batch size."""
 import logging
 

@@ -1,4 +1,4 @@
-"""coopconv family: the cooperative-matrix implicit-GEMM convolution for float16
+"""The cooperative-matrix implicit-GEMM convolution for float16
 (glsl/conv2d_coop.glslh). Lavapipe has no cooperative matrices, so these run its
 emulated twin (the setting COOPMAT_EMULATE: the same indexing, the matrix
 operations as loops), each tile variant forced in turn, on shapes that hit every

@@ -1,4 +1,4 @@
-"""coopmm family: the cooperative-matrix float16 matmul (glsl/matmul_coop.glslh).
+"""The cooperative-matrix float16 matmul (glsl/matmul_coop.glslh).
 Lavapipe has no cooperative matrices, so these run its emulated twin
 (the setting COOPMAT_EMULATE: the same tiling and indexing, the matrix operations
 as loops), each tile variant whose shared memory fits the device forced in turn, on

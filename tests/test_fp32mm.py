@@ -1,4 +1,4 @@
-"""fp32mm family: matmul_tiled.glsl (the float32 kernel for large products) in every
+"""matmul_tiled.glsl (the float32 kernel for large products) in every
 configuration the host can pick (forced with the setting TILED_MM), on shapes that hit
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or

@@ -1,4 +1,4 @@
-"""Shapes that select each faster kernel variant (perf family), against eager PyTorch:
+"""Shapes that select each faster kernel variant (fast kernel variants), against eager PyTorch:
 matmul tiles, the matrix-vector kernel, the multi-element
 same-shape binary path, split-K and wide-tile implicit-GEMM convolution, softmax
 rows kept in registers."""

@@ -1,4 +1,4 @@
-"""conv32 family: the float32 implicit-GEMM convolution on matmul_tiled's register
+"""Float32 tiled convolution: the float32 implicit-GEMM convolution on matmul_tiled's register
 blocking (glsl/conv2d_tiled.glsl). Lavapipe's shapes are too small for the default
 selection, so the setting TILED_CONV forces it (each tile variant in turn); every
 test proves from the loaded program's shaders which kernel ran. Shapes hit the edges: channels

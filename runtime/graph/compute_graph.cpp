@@ -598,7 +598,7 @@ constexpr VkAccessFlags kShaderRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER
 constexpr VkAccessFlags kTransferRW = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 }  // namespace
 
-// barriers family: what a dispatch touches, per bound range of a buffer.
+// Barrier placement: what a dispatch touches, per bound range of a buffer.
 void ComputeGraph::node_accesses(const Node& node, std::vector<BufferAccess>& out) const {
   out.clear();
   for (size_t b = 0; b < node.tensors.size(); ++b) {
@@ -700,7 +700,7 @@ void ComputeGraph::record() {
     vkCmdResetQueryPool(cmd, query_pool_, 0, count);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, query++);
   }
-  // barriers family: dispatches go in batches separated by one compute barrier.
+  // Barrier placement: dispatches go in batches separated by one compute barrier.
   // A dispatch conflicts with an earlier one when both touch overlapping bytes
   // of one VkBuffer and at least one writes them (RAW, WAR, WAW; memory planning
   // makes different tensors share buffers, so this also orders reuse). Default:

@@ -145,7 +145,7 @@ class ComputeGraph {
   const std::vector<Node>& nodes() const { return nodes_; }
   MemoryReport memory_report() const;
   std::mutex& mutex() { return mutex_; }
-  // barriers family: dispatches and compute barriers of the last recording.
+  // Barrier placement: dispatches and compute barriers of the last recording.
   size_t num_dispatches() const { return num_dispatches_; }
   size_t num_barriers() const { return num_barriers_; }
 
@@ -161,7 +161,7 @@ class ComputeGraph {
   void propagate_sizes();
   void record();
   void read_timings();
-  // barriers family: dependency tracking between dispatches in record().
+  // Barrier placement: dependency tracking between dispatches in record().
   struct BufferAccess {
     VkBuffer buffer;
     VkDeviceSize begin, end;

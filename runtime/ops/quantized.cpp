@@ -1,4 +1,4 @@
-// Static int8 (pt2e family): quantized_decomposed quantize/dequantize per tensor,
+// Static int8 from PT2E: quantized_decomposed quantize/dequantize per tensor,
 // and the fused et_vk.vkd_q8ta_conv2d / vkd_q8ta_linear / vkd_q8ta_add that
 // backends/q8ta_fusion.py makes from PT2E's dq -> op -> [relu] -> q patterns.
 // int8 tensors are stored as int32 (values.h); packing four per word is a later

@@ -1,4 +1,4 @@
-// Quantized linear and embedding of the qlinear family (et_vk.vkd_linear_qw,
+// Quantized linear and embedding (et_vk.vkd_linear_qw,
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
 // shaders (qlinear_rows.glsl, qlinear_dq8a_dot.glsl, qlinear_dq8a_quant.glsl,

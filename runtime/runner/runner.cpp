@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
              << ", \"shape\": " << json_string(t[k].shape) << ", \"us\": " << t[k].us << "}";
           first = false;
         }
-        // barriers family: profiling records one barrier per dispatch (timestamps of
+        // Barrier placement: profiling records one barrier per dispatch (timestamps of
         // overlapping dispatches would mean nothing), so the total is a serialized time.
         std::printf("delegate %zu GPU time per dispatch (total %.1f us; profiled with a barrier "
                     "after every dispatch, unlike normal runs):\n", i, total);

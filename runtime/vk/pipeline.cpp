@@ -20,7 +20,7 @@ const ShaderBinary* find_shader(const std::string& name) {
   return it == index.end() ? nullptr : it->second;
 }
 
-// barriers family: SPIR-V reflection of the bindings a shader may write.
+// Barrier placement: SPIR-V reflection of the bindings a shader may write.
 std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words,
                                          uint32_t num_storage) {
   std::vector<bool> writes(num_storage, true);  // unreadable module: assume writes
@@ -178,7 +178,7 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   p->shader = shader;
   p->num_storage = num_storage;
   p->local_size = local_size;
-  p->writes = spirv_written_bindings(bin->words, bin->num_words, num_storage);  // barriers family
+  p->writes = spirv_written_bindings(bin->words, bin->num_words, num_storage);  // barrier placement
   VkDevice dev = ctx_.device();
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(num_storage + 1);

@@ -39,7 +39,7 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline handle = VK_NULL_HANDLE;
-  // barriers family: per storage binding, whether the shader may write it (its
+  // Barrier placement: per storage binding, whether the shader may write it (its
   // SPIR-V lacks NonWritable, i.e. the GLSL block is not `readonly`). The graph
   // records a barrier only between dispatches whose accesses conflict.
   std::vector<bool> writes;
@@ -51,7 +51,7 @@ struct Pipeline {
   std::vector<std::pair<std::string, std::string>> internal_representations;
 };
 
-// barriers family: which of the storage bindings 0..num_storage-1 a SPIR-V
+// Barrier placement: which of the storage bindings 0..num_storage-1 a SPIR-V
 // module may write. A binding the module does not declare is read-only here.
 std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words,
                                          uint32_t num_storage);
