@@ -15,6 +15,13 @@ tensor's dtype). A variant may narrow that list for
 itself, for bodies that only make sense for some types:
     // variant NAME(i32): DEFINE=VALUE
 
+A shader whose variants come from a table (a Python file beside the shaders, one
+place for a table the runtime and the tests read too) declares
+    // variants-from: coopmm_variants.py
+and gets the variants the table's shader_variants(shader name) lists. With
+--table-header coopmm_variants.py=OUT the script writes the table's cpp_header()
+to OUT (the runtime's copy).
+
 A shader whose reductions come from workgroup_reduce.glslh declares
     // subgroup-variants
 and every variant is also built as NAME_sg (WG_SUBGROUP=1: subgroup arithmetic);
@@ -36,6 +43,7 @@ members are allowed: std140 places such scalars 4 bytes apart, as C++ does
 (vectors and arrays would need padding the struct would not have).
 """
 import argparse
+import importlib.util
 import concurrent.futures
 import os
 import re
@@ -47,6 +55,7 @@ DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
 SUBGROUP_VARIANTS = re.compile(r"^//\s*subgroup-variants\s*$")
 REQUIRES = re.compile(r"^//\s*requires\s*:(.*)$")
 TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
+VARIANTS_FROM = re.compile(r"^//\s*variants-from\s*:\s*(\w+\.py)\s*$")
 PARAMS_STRUCT = re.compile(r"^//\s*params-struct\s*:\s*(\w+)\s*$")
 PARAMS_SCALARS = {"int": "int32_t", "uint": "uint32_t", "float": "float"}
 DEFAULT_TARGET_ENV = "vulkan1.1"
@@ -58,10 +67,23 @@ STORAGE_DEFINES = {
 }
 
 
+def load_table(path):
+    """The variant table module at `path` (a glsl/*_variants.py)."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def variants_of(path):
     found, dtypes, subgroup = [], None, False
     with open(path) as f:
         for line in f:
+            m = VARIANTS_FROM.match(line.strip())
+            if m:
+                table = load_table(os.path.join(os.path.dirname(path), m.group(1)))
+                shader = os.path.splitext(os.path.basename(path))[0]
+                found += [(name, defines, None) for name, defines in table.shader_variants(shader)]
             if SUBGROUP_VARIANTS.match(line.strip()):
                 subgroup = True
             m = VARIANT.match(line.strip())
@@ -211,12 +233,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--src-dir", required=True)
     ap.add_argument("--params-header", help="write the C++ parameter structs here (no shaders compiled)")
+    ap.add_argument("--table-header", action="append", default=[], metavar="TABLE.py=OUT",
+                    help="write a variant table's C++ header (no shaders compiled)")
     ap.add_argument("--glslc")
     ap.add_argument("--out-cpp")
     ap.add_argument("--spv-dir")
     args = ap.parse_args()
-    if args.params_header:
-        write_if_changed(args.params_header, params_header(args.src_dir))
+    if args.params_header or args.table_header:
+        if args.params_header:
+            write_if_changed(args.params_header, params_header(args.src_dir))
+        for spec in args.table_header:
+            table, sep, out = spec.partition("=")
+            if not sep:
+                ap.error(f"--table-header {spec}: expected TABLE.py=OUT")
+            write_if_changed(out, load_table(os.path.join(args.src_dir, table)).cpp_header())
         return
     if not (args.glslc and args.out_cpp and args.spv_dir):
         ap.error("--glslc, --out-cpp and --spv-dir are needed to compile the shaders")

@@ -11,12 +11,7 @@
 // multiples of 8 halves (16-byte aligned slices), and only when forced
 // (VKDELEGATE_COOPMM_TILE=c2_*): on the H100 it measured no faster than
 // matmul_coop's w, w2 (matmul.cpp has the figures). Local size (256, 1, 1).
-// variant matmul_coop2_l_nb: BM=128 BN=128 BK=32 B_KMAJOR=0
-// variant matmul_coop2_l_kb: BM=128 BN=128 BK=32 B_KMAJOR=1
-// variant matmul_coop2_l64_nb: BM=128 BN=128 BK=64 B_KMAJOR=0
-// variant matmul_coop2_l64_kb: BM=128 BN=128 BK=64 B_KMAJOR=1
-// variant matmul_coop2_w_nb: BM=128 BN=256 BK=32 B_KMAJOR=0
-// variant matmul_coop2_w_kb: BM=128 BN=256 BK=32 B_KMAJOR=1
+// variants-from: coopmm_variants.py
 // dtypes: f16
 // requires: GL_KHR_cooperative_matrix GL_NV_cooperative_matrix2 GL_KHR_memory_scope_semantics
 // target-env: vulkan1.3
