@@ -79,3 +79,19 @@ def test_params_header_refuses_members_std140_pads(tmp_path, member):
     r, _ = _params_header(tmp_path, PARAMS_HEADER.replace("float alpha;", member))
     assert r.returncode != 0
     assert "DemoParams member" in r.stderr
+
+
+def test_variants_from_a_table(tmp_path):
+    """A shader's `// variants-from:` table gives its variants, then its dtypes apply as to `// variant` lines."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_shaders", GEN)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    (tmp_path / "demo_variants.py").write_text(
+        "def shader_variants(shader):\n"
+        "    return [(f'{shader}_{n}', [f'N={n}']) for n in (1, 2)]\n")
+    shader = tmp_path / "demo.glsl"
+    shader.write_text("// variants-from: demo_variants.py\n// dtypes: f32 f16\n#version 450\nvoid main() {}\n")
+    found = dict(gen.variants_of(str(shader)))
+    assert sorted(found) == ["demo_1_f16", "demo_1_f32", "demo_2_f16", "demo_2_f32"]
+    assert "N=2" in found["demo_2_f16"] and "T=float16_t" in found["demo_2_f16"]
