@@ -14,11 +14,9 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Part { float part_data[]; };
 layout(set = 0, binding = 2) restrict readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 3) restrict readonly buffer Residual { T res_data[]; };
-layout(set = 0, binding = 4) uniform Params {
-  int total, OC, npix, splits;  // total = N * OC * npix, one slice of the scratch
-  int has_bias, has_residual, has_clamp, pad0;
-  float out_min, out_max, pad1, pad2;
-} p;
+#define PARAMS_BINDING 4
+#define CONV_SPLITK_REDUCE
+#include "conv_params.glslh"
 
 void main() {
   const int o = int(flat_index());

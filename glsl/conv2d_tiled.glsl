@@ -35,17 +35,8 @@ layout(set = 0, binding = 2) restrict readonly buffer Weight { float w_data[]; }
 layout(set = 0, binding = 3) restrict readonly buffer Bias { float bias_data[]; };
 layout(set = 0, binding = 4) restrict readonly buffer Residual { float res_data[]; };
 layout(set = 0, binding = 4) restrict readonly buffer Residual4 { vec4 res4[]; };
-layout(set = 0, binding = 5) uniform Params {
-  int N, C, H, W;
-  int OC, OH, OW, KH;
-  int KW, stride_h, stride_w, pad_h;
-  int pad_w, dil_h, dil_w, groups;
-  int icpg, ocpg, oc_blocks, ow_blocks;
-  int has_bias, total, pad0, pad1;
-  int has_clamp;
-  float out_min, out_max;
-  int has_residual;
-} p;
+#define PARAMS_BINDING 5
+#include "conv_params.glslh"
 
 #define NT (WX * WY)
 #define TP (WX * 8)  // pixels per tile

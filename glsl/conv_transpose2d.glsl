@@ -12,14 +12,8 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) readonly buffer Weight { T w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
-  int N, C, H, W;
-  int OC, OH, OW, KH;
-  int KW, stride_h, stride_w, pad_h;
-  int pad_w, dil_h, dil_w, groups;
-  int icpg, ocpg, oc_blocks, ow_blocks;
-  int has_bias, total, pad0, pad1;
-} p;
+#define PARAMS_BINDING 4
+#include "conv_params.glslh"
 
 void main() {
   int i = int(flat_index());

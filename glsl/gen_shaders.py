@@ -15,6 +15,13 @@ tensor's dtype). A variant may narrow that list for
 itself, for bodies that only make sense for some types:
     // variant NAME(i32): DEFINE=VALUE
 
+A shader whose variants come from a table (a Python file beside the shaders, one
+place for a table the runtime and the tests read too) declares
+    // variants-from: coopmm_variants.py
+and gets the variants the table's shader_variants(shader name) lists. With
+--table-header coopmm_variants.py=OUT the script writes the table's cpp_header()
+to OUT (the runtime's copy).
+
 A shader whose reductions come from workgroup_reduce.glslh declares
     // subgroup-variants
 and every variant is also built as NAME_sg (WG_SUBGROUP=1: subgroup arithmetic);
@@ -26,8 +33,17 @@ A shader that needs GLSL extensions newer compilers have declares them:
 When the glslc at hand cannot compile them (Debian 12's cannot; scripts/setup.sh
 fetches a newer one), the shader's variants are left out with a note, and the
 runtime, finding no binary (find_shader returns null), takes its fallback.
+
+A parameter block that shaders share lives in a .glslh and is marked
+    // params-struct: ConvParams
+on the line before its `uniform` declaration. With --params-header the script
+writes a C++ header with one struct per marked block, same fields and order, so
+the runtime fills exactly what the shaders read. Only int, uint and float
+members are allowed: std140 places such scalars 4 bytes apart, as C++ does
+(vectors and arrays would need padding the struct would not have).
 """
 import argparse
+import importlib.util
 import concurrent.futures
 import os
 import re
@@ -39,6 +55,9 @@ DTYPES = re.compile(r"^//\s*dtypes\s*:(.*)$")
 SUBGROUP_VARIANTS = re.compile(r"^//\s*subgroup-variants\s*$")
 REQUIRES = re.compile(r"^//\s*requires\s*:(.*)$")
 TARGET_ENV = re.compile(r"^//\s*target-env\s*:\s*(\S+)\s*$")
+VARIANTS_FROM = re.compile(r"^//\s*variants-from\s*:\s*(\w+\.py)\s*$")
+PARAMS_STRUCT = re.compile(r"^//\s*params-struct\s*:\s*(\w+)\s*$")
+PARAMS_SCALARS = {"int": "int32_t", "uint": "uint32_t", "float": "float"}
 DEFAULT_TARGET_ENV = "vulkan1.1"
 STORAGE_DEFINES = {
     "f32": ["T=float", "CT=float", "IS_FLOAT=1", "T4=vec4"],
@@ -48,10 +67,23 @@ STORAGE_DEFINES = {
 }
 
 
+def load_table(path):
+    """The variant table module at `path` (a glsl/*_variants.py)."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def variants_of(path):
     found, dtypes, subgroup = [], None, False
     with open(path) as f:
         for line in f:
+            m = VARIANTS_FROM.match(line.strip())
+            if m:
+                table = load_table(os.path.join(os.path.dirname(path), m.group(1)))
+                shader = os.path.splitext(os.path.basename(path))[0]
+                found += [(name, defines, None) for name, defines in table.shader_variants(shader)]
             if SUBGROUP_VARIANTS.match(line.strip()):
                 subgroup = True
             m = VARIANT.match(line.strip())
@@ -93,6 +125,71 @@ def requirements_of(path):
     return tuple(extensions), target_env
 
 
+def params_structs_of(path):
+    """[(struct name, [(C++ type, field)], [source lines])] for each block `path` marks with
+    `// params-struct: NAME`."""
+    structs, lines = [], open(path).read().splitlines()
+    i = 0
+    while i < len(lines):
+        m = PARAMS_STRUCT.match(lines[i].strip())
+        i += 1
+        if not m:
+            continue
+        name = m.group(1)
+        if i >= len(lines) or not re.search(r"\buniform\b.*\{\s*$", lines[i]):
+            sys.exit(f"{path}:{i + 1}: `params-struct: {name}` must precede a line `... uniform Block {{`")
+        fields, body = [], []
+        i += 1
+        while i < len(lines) and not lines[i].strip().startswith("}"):
+            code, _, comment = lines[i].partition("//")
+            for decl in filter(None, (d.strip() for d in code.split(";"))):
+                glsl_type, _, names = decl.partition(" ")
+                if glsl_type not in PARAMS_SCALARS:
+                    sys.exit(f"{path}:{i + 1}: {name} member `{decl}`: only {sorted(PARAMS_SCALARS)} "
+                             "members keep the std140 layout equal to the C++ struct's")
+                for field in (n.strip() for n in names.split(",")):
+                    if not re.fullmatch(r"[A-Za-z_]\w*", field):
+                        sys.exit(f"{path}:{i + 1}: {name} member `{field}` is not a plain name")
+                    fields.append((PARAMS_SCALARS[glsl_type], field))
+            body.append((code, comment))
+            i += 1
+        if i == len(lines):
+            sys.exit(f"{path}: block {name} has no closing brace")
+        structs.append((name, fields, body))
+    return structs
+
+
+def params_header(src_dir):
+    """The C++ header of every params-struct block in src_dir's .glslh files."""
+    out = ["// Generated by glsl/gen_shaders.py from the `params-struct` blocks of glsl/*.glslh. Do not edit.",
+           "#pragma once", "#include <cstddef>", "#include <cstdint>", "", "namespace vkd {"]
+    seen = set()
+    for fname in sorted(os.listdir(src_dir)):
+        if not fname.endswith(".glslh"):
+            continue
+        for name, fields, body in params_structs_of(os.path.join(src_dir, fname)):
+            if name in seen:
+                sys.exit(f"params struct {name} is declared twice")
+            seen.add(name)
+            out += ["", f"// glsl/{fname}", f"struct {name} {{"]
+            for code, comment in body:
+                decls = []
+                for decl in filter(None, (d.strip() for d in code.split(";"))):
+                    glsl_type, _, names = decl.partition(" ")
+                    decls.append(f"{PARAMS_SCALARS[glsl_type]} {names.strip()};")
+                line = "  " + " ".join(decls) if decls else ""
+                if comment:
+                    line = (line + "  " if line else "  ") + "//" + comment
+                out.append(line)
+            out.append("};")
+            # std140 puts each 4-byte scalar at the next multiple of 4: the struct may have no padding.
+            out.append(f"static_assert(sizeof({name}) == {4 * len(fields)}, \"{name}: std140 size\");")
+            for k, (_, field) in enumerate(fields):
+                out.append(f"static_assert(offsetof({name}, {field}) == {4 * k});")
+    out += ["", "}  // namespace vkd"]
+    return "\n".join(out) + "\n"
+
+
 _PROBES = {}
 
 
@@ -122,13 +219,37 @@ def compile_variant(glslc, src, include_dir, name, defines, out_dir, target_env=
         return name, f.read()
 
 
+def write_if_changed(path, text):
+    """Leaves an unchanged file alone, so its includers are not rebuilt."""
+    if os.path.exists(path) and open(path).read() == text:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--glslc", required=True)
     ap.add_argument("--src-dir", required=True)
-    ap.add_argument("--out-cpp", required=True)
-    ap.add_argument("--spv-dir", required=True)
+    ap.add_argument("--params-header", help="write the C++ parameter structs here (no shaders compiled)")
+    ap.add_argument("--table-header", action="append", default=[], metavar="TABLE.py=OUT",
+                    help="write a variant table's C++ header (no shaders compiled)")
+    ap.add_argument("--glslc")
+    ap.add_argument("--out-cpp")
+    ap.add_argument("--spv-dir")
     args = ap.parse_args()
+    if args.params_header or args.table_header:
+        if args.params_header:
+            write_if_changed(args.params_header, params_header(args.src_dir))
+        for spec in args.table_header:
+            table, sep, out = spec.partition("=")
+            if not sep:
+                ap.error(f"--table-header {spec}: expected TABLE.py=OUT")
+            write_if_changed(out, load_table(os.path.join(args.src_dir, table)).cpp_header())
+        return
+    if not (args.glslc and args.out_cpp and args.spv_dir):
+        ap.error("--glslc, --out-cpp and --spv-dir are needed to compile the shaders")
     os.makedirs(args.spv_dir, exist_ok=True)
 
     jobs, left_out = [], []

@@ -17,13 +17,8 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
 layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
-  int M, N, K, batch;
-  int a_sb, a_sm, a_sk, b_sb;
-  int b_sk, b_sn, c_sb, bias_sb;
-  int bias_sm, bias_sn, has_bias, pad0;
-  float alpha, beta, pad1, pad2;
-} p;
+#define PARAMS_BINDING 4
+#include "matmul_params.glslh"
 
 const uint BK = 16;
 const uint TM = gl_WorkGroupSize.y * 4;

@@ -11,12 +11,7 @@
 // multiples of 8 halves (16-byte aligned slices), and only when forced
 // (VKDELEGATE_COOPMM_TILE=c2_*): on the H100 it measured no faster than
 // matmul_coop's w, w2 (matmul.cpp has the figures). Local size (256, 1, 1).
-// variant matmul_coop2_l_nb: BM=128 BN=128 BK=32 B_KMAJOR=0
-// variant matmul_coop2_l_kb: BM=128 BN=128 BK=32 B_KMAJOR=1
-// variant matmul_coop2_l64_nb: BM=128 BN=128 BK=64 B_KMAJOR=0
-// variant matmul_coop2_l64_kb: BM=128 BN=128 BK=64 B_KMAJOR=1
-// variant matmul_coop2_w_nb: BM=128 BN=256 BK=32 B_KMAJOR=0
-// variant matmul_coop2_w_kb: BM=128 BN=256 BK=32 B_KMAJOR=1
+// variants-from: coopmm_variants.py
 // dtypes: f16
 // requires: GL_KHR_cooperative_matrix GL_NV_cooperative_matrix2 GL_KHR_memory_scope_semantics
 // target-env: vulkan1.3
@@ -32,14 +27,8 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
 layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
-  int M, N, K, batch;
-  int a_sb, a_sm, a_sk, b_sb;
-  int b_sk, b_sn, c_sb, bias_sb;
-  int bias_sm, bias_sn, has_bias, pad0;
-  float alpha, beta, pad1, pad2;
-  int vec_a, vec_b, vec_c, group_m;
-} p;
+#define PARAMS_BINDING 4
+#include "matmul_params.glslh"
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 

@@ -16,12 +16,9 @@ layout(set = 0, binding = 0) writeonly buffer Out4 { vec4 out4[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Part { float part_data[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Part4 { vec4 part4[]; };
 layout(set = 0, binding = 2) restrict readonly buffer Bias { float bias_data[]; };
-layout(set = 0, binding = 3) uniform Params {
-  int M, N, batch, splits;
-  int bias_sb, bias_sm, bias_sn, has_bias;
-  float alpha, beta;
-  int aligned, pad0;
-} p;
+#define PARAMS_BINDING 3
+#define MATMUL_SPLITK_REDUCE
+#include "matmul_params.glslh"
 
 void main() {
   const int row_quads = (p.N + 3) / 4;

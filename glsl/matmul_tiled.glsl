@@ -62,14 +62,8 @@ layout(set = 0, binding = 1) restrict readonly buffer A4 { vec4 a4[]; };
 layout(set = 0, binding = 2) restrict readonly buffer B { float b_data[]; };
 layout(set = 0, binding = 2) restrict readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 3) restrict readonly buffer Bias { float bias_data[]; };
-layout(set = 0, binding = 4) uniform Params {
-  int M, N, K, batch;
-  int a_sb, a_sm, a_sk, b_sb;
-  int b_sk, b_sn, c_sb, bias_sb;
-  int bias_sm, bias_sn, has_bias, aligned;
-  float alpha, beta, group_m, k_chunk;  // group_m: workgroup rows per swizzle group (0: none);
-                                       // k_chunk: K per split-K slice (0: no split)
-} p;
+#define PARAMS_BINDING 4
+#include "matmul_params.glslh"
 
 const uint WX = gl_WorkGroupSize.x;
 const uint WY = gl_WorkGroupSize.y;
@@ -228,8 +222,8 @@ void main() {
   const int z = int(gl_WorkGroupID.z);
 #if SPLITK
   const int b = z % p.batch;
-  const int k_begin = (z / p.batch) * int(p.k_chunk);
-  k_end = min(p.K, k_begin + int(p.k_chunk));
+  const int k_begin = (z / p.batch) * p.k_chunk;
+  k_end = min(p.K, k_begin + p.k_chunk);
 #else
   const int b = z;
   const int k_begin = 0;

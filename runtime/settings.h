@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-// The cooperative-matrix matmul's tile variants (matmul.cpp: kCoopMmVariants).
-#define VKD_COOPMM_VARIANT_NAMES "l|lt|l1|lt1|w|w16|wt|q|q64|l64|m|w2|wt2|l2|l64p2|c2_l|c2_l64|c2_w"
+#include "coopmm_variants.h"  // VKD_COOPMM_VARIANT_NAMES, generated from glsl/coopmm_variants.py
 
 namespace vkd {
 

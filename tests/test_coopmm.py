@@ -7,6 +7,9 @@ and bmm (batch 3) at shapes that hit every edge: M, N, K not multiples of 16 or 
 the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
 16-byte aligned (guarded scalar loads and stores) and aligned ones (vector loads and
 stores). The shaders of the loaded program prove which kernel ran."""
+import importlib.util
+import os
+
 import pytest
 import torch
 
@@ -21,16 +24,23 @@ RTOL = 2e-3
 # (M, K, N)
 SHAPES = [(67, 45, 131), (129, 65, 257), (1, 37, 40), (40, 96, 136), (130, 200, 24)]
 
-# name: (warps m x n, accumulators per warp m x n, shared stages, BK), as matmul.cpp has them
-VARIANTS = {"l": (2, 4, 4, 2, 2, 32), "lt": (4, 2, 2, 4, 2, 32), "l1": (2, 4, 4, 2, 1, 32),
-            "lt1": (4, 2, 2, 4, 1, 32), "w": (2, 4, 4, 4, 1, 32), "w16": (2, 4, 4, 4, 2, 16),
-            "wt": (4, 2, 4, 4, 1, 32), "q": (2, 2, 4, 4, 2, 32), "q64": (2, 2, 4, 4, 1, 64),
-            "l64": (2, 4, 4, 2, 1, 64), "m": (2, 2, 2, 2, 2, 32), "w2": (2, 4, 4, 4, 1, 32),
-            "wt2": (4, 2, 4, 4, 1, 32), "l2": (2, 4, 4, 2, 1, 32), "l64p2": (2, 4, 4, 2, 1, 64)}
+
+def _tile_table():
+    """glsl/coopmm_variants.py: the table the shaders' variants and the runtime's are built from."""
+    path = os.path.join(os.path.dirname(__file__), "..", "glsl", "coopmm_variants.py")
+    spec = importlib.util.spec_from_file_location("coopmm_variants", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.VARIANTS
+
+
+# The tiles of matmul_coop_emu.glsl (the c2_ tiles run on matmul_coop2.glsl, which has no emulation).
+VARIANTS = {name: v for name, v in _tile_table().items() if not v["coop2"]}
 
 
 def shared_bytes(name, b_kmajor):
-    wm, wn, fm, fn, stages, bk = VARIANTS[name]
+    v = VARIANTS[name]
+    wm, wn, fm, fn, stages, bk = v["wm"], v["wn"], v["fm"], v["fn"], v["stages"], v["bk"]
     bm, bn = wm * fm * 16, wn * fn * 16
     b = bn * (bk // 8 + 1) if b_kmajor else bk * (bn // 8 + 1)
     return 16 * stages * (bm * (bk // 8 + 1) + b)

@@ -41,3 +41,57 @@ def test_variants_and_left_out_shaders(tmp_path):
     names = sorted(line.split('"')[1] for line in cpp.splitlines() if line.startswith('  {"'))
     assert names == ["thrice_a_f32", "thrice_a_i32", "twice_a_f32", "twice_a_i32"]
     assert "kNumShaderBinaries = 4;" in cpp
+
+
+PARAMS_HEADER = """// params-struct: DemoParams
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
+  int M, N;  // sizes
+  float alpha;
+  uint flags;
+} p;
+"""
+
+
+def _params_header(tmp_path, glslh):
+    src = tmp_path / "glsl"
+    src.mkdir()
+    (src / "demo_params.glslh").write_text(glslh)
+    out = tmp_path / "shader_params.h"
+    r = subprocess.run([sys.executable, GEN, "--src-dir", str(src), "--params-header", str(out)],
+                       capture_output=True, text=True)
+    return r, out
+
+
+def test_params_header_mirrors_the_block(tmp_path):
+    r, out = _params_header(tmp_path, PARAMS_HEADER)
+    assert r.returncode == 0, r.stderr
+    h = out.read_text()
+    assert "struct DemoParams {\n  int32_t M, N;  // sizes\n  float alpha;\n  uint32_t flags;\n};" in h
+    assert "static_assert(offsetof(DemoParams, flags) == 12);" in h
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx:  # the layout assertions hold for the compiler at hand
+        c = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", str(out)], capture_output=True, text=True)
+        assert c.returncode == 0, c.stderr
+
+
+@pytest.mark.parametrize("member", ["vec4 bounds;", "int sizes[4];"])
+def test_params_header_refuses_members_std140_pads(tmp_path, member):
+    r, _ = _params_header(tmp_path, PARAMS_HEADER.replace("float alpha;", member))
+    assert r.returncode != 0
+    assert "DemoParams member" in r.stderr
+
+
+def test_variants_from_a_table(tmp_path):
+    """A shader's `// variants-from:` table gives its variants, then its dtypes apply as to `// variant` lines."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_shaders", GEN)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    (tmp_path / "demo_variants.py").write_text(
+        "def shader_variants(shader):\n"
+        "    return [(f'{shader}_{n}', [f'N={n}']) for n in (1, 2)]\n")
+    shader = tmp_path / "demo.glsl"
+    shader.write_text("// variants-from: demo_variants.py\n// dtypes: f32 f16\n#version 450\nvoid main() {}\n")
+    found = dict(gen.variants_of(str(shader)))
+    assert sorted(found) == ["demo_1_f16", "demo_1_f32", "demo_2_f16", "demo_2_f32"]
+    assert "N=2" in found["demo_2_f16"] and "T=float16_t" in found["demo_2_f16"]

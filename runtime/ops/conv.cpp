@@ -6,23 +6,11 @@
 #include "../vk/pipeline.h"
 #include "conv_choice.h"
 #include "op_utils.h"
+#include "shader_params.h"  // ConvParams, ConvSplitkReduceParams: glsl/conv_params.glslh
 
 namespace vkd {
 
 namespace {
-
-struct ConvParams {
-  int32_t N, C, H, W;
-  int32_t OC, OH, OW, KH;
-  int32_t KW, stride_h, stride_w, pad_h;
-  int32_t pad_w, dil_h, dil_w, groups;
-  int32_t icpg, ocpg, oc_blocks, ow_blocks;
-  int32_t has_bias, total, k_chunk, pad1;  // k_chunk: K per slice (conv2d_coop _sk)
-  // Epilogue of the direct and GEMM kernels: + residual, then clamp to [out_min, out_max].
-  int32_t has_clamp;
-  float out_min, out_max;
-  int32_t has_residual;
-};
 
 // What et_vk.vkd_conv2d_clamp fuses into the convolution's epilogue.
 struct Epilogue {
@@ -187,16 +175,11 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
                }
              });
   if (splits > 1) {
-    struct ReduceParams {
-      int32_t total, OC, npix, splits;
-      int32_t has_bias, has_residual, has_clamp, pad0;
-      float out_min, out_max, pad1, pad2;
-    };
     g.add_node(g.current_op(), std::string("conv2d_splitk_reduce_") + storage_suffix(g.tensor(out).dtype), kLocal1D,
                {out, part, bias >= 0 ? bias : part, epi.residual >= 0 ? epi.residual : part},
                [=](ComputeGraph& g, Node& node) {
                  const Tensor& o = g.tensor(out);  // sized by the convolution's update, before this one
-                 ReduceParams r{};
+                 ConvSplitkReduceParams r{};
                  r.total = static_cast<int32_t>(o.numel());
                  r.OC = static_cast<int32_t>(o.sizes[1]);
                  r.npix = static_cast<int32_t>(o.numel() / std::max<int64_t>(1, o.sizes[0] * o.sizes[1]));

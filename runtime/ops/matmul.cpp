@@ -3,20 +3,11 @@
 #include "../vk/pipeline.h"
 #include "matmul_choice.h"
 #include "op_utils.h"
+#include "shader_params.h"  // MatmulParams, MatmulSplitkReduceParams: glsl/matmul_params.glslh
 
 namespace vkd {
 
 namespace {
-
-struct MatmulParams {
-  int32_t M, N, K, batch;
-  int32_t a_sb, a_sm, a_sk, b_sb;
-  int32_t b_sk, b_sn, c_sb, bias_sb;
-  int32_t bias_sm, bias_sn, has_bias, pad0;
-  float alpha, beta, pad1, pad2;
-  // matmul_coop: 16-byte rows of A, B and the output (vector loads and stores); workgroup swizzle
-  int32_t vec_a, vec_b, vec_c, group_m;
-};
 
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
@@ -41,7 +32,7 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
 // The split-K product on matmul_tiled.glsl `shader` (an _sk variant): slices into a scratch
 // tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
 void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
-                       const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, float group_m,
+                       const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, int32_t group_m,
                        int64_t splits) {
   const Problem planned = shape(g, ids);
   const int part = g.add_scratch_tensor(DType::Float32, {splits * planned.p.batch * planned.p.M * planned.p.N});
@@ -53,29 +44,23 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
                pr.p.alpha = 1.f;
                pr.p.has_bias = 0;
                pr.p.c_sb = pr.p.M * pr.p.N;
-               pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
-               pr.p.pad1 = group_m;
-               // pad2 is k_chunk: K per slice, a multiple of bk (at least one step).
+               pr.p.aligned = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
+               pr.p.group_m = group_m;
+               // K per slice, a multiple of bk (at least one step).
                const int64_t per = (pr.p.K + splits - 1) / splits;
-               pr.p.pad2 = static_cast<float>(std::max<int64_t>(1, (per + bk - 1) / bk) * bk);
+               pr.p.k_chunk = static_cast<int32_t>(std::max<int64_t>(1, (per + bk - 1) / bk) * bk);
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
                               static_cast<uint32_t>(splits * pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0 || pr.p.batch == 0) node.groups = {0, 0, 0};
              });
-  struct ReduceParams {
-    int32_t M, N, batch, splits;
-    int32_t bias_sb, bias_sm, bias_sn, has_bias;
-    float alpha, beta;
-    int32_t aligned, pad0;
-  };
   const int bias = ids[2], out = ids[3];
   g.add_node(g.current_op(), "matmul_splitk_reduce_f32", kLocal1D, {out, part, bias >= 0 ? bias : part},
              [ids, shape, alpha, beta, splits](ComputeGraph& g, Node& node) {
                const Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
-               ReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
+               MatmulSplitkReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
                               pr.p.bias_sb, pr.p.bias_sm, pr.p.bias_sn, beta == 0.f ? 0 : pr.p.has_bias,
                               alpha, beta, pr.p.N % 4 == 0, 0};
                node.set_params(r);
@@ -101,8 +86,8 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   const std::string shader = plain ? variant(g, choice.shader, a) : choice.shader;
   const LocalSize local = choice.local;
   const uint32_t tile_m = choice.tile_m, tile_n = choice.tile_n;
-  const float group_m = choice.kernel == MatmulKernel::Tiled ? static_cast<float>(choice.group_m) : 0.f;
-  const int coop_group_m = choice.kernel == MatmulKernel::Coop ? choice.group_m : 0;
+  const int32_t group_m =
+      choice.kernel == MatmulKernel::Tiled || choice.kernel == MatmulKernel::Coop ? choice.group_m : 0;
   const bool coop2 = choice.coop2;
   if (choice.splits > 1) {
     add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits);
@@ -111,15 +96,14 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
              {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop_group_m, coop2](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
                pr.p.beta = beta;
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
-               // matmul_tiled.glsl reads pad0 as `aligned` (16-byte loads and stores).
-               pr.p.pad0 = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
-               pr.p.pad1 = group_m;  // and pad1 as group_m (workgroup order)
+               pr.p.aligned = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
+               pr.p.group_m = group_m;
                // matmul_coop: rows of 8 halves (16 bytes) from 16-byte aligned starts.
                const auto rows16 = [](int32_t row_stride, int32_t batch_stride) {
                  return row_stride % 8 == 0 && batch_stride % 8 == 0;
@@ -127,7 +111,6 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.vec_a = rows16(pr.p.a_sm, pr.p.a_sb);
                pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
                pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
-               pr.p.group_m = coop_group_m;
                if (coop2 && !coop2_aligned(pr.p.K, pr.p.N, pr.p.a_sm, pr.p.a_sb, pr.p.b_sb,
                                            pr.p.b_sn == 1 ? pr.p.b_sk : pr.p.b_sn, pr.p.c_sb)) {
                  g.fail("sizes " + sizes_str(pr.out_sizes) + " with K = " + std::to_string(pr.p.K) +

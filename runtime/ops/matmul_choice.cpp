@@ -150,28 +150,22 @@ struct CoopMmVariant {
     return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
   }
 };
-// l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
-// lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit
-// 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
-// 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
-// one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles.
-constexpr CoopMmVariant kCoopMmVariants[] = {
-    {"l", 2, 4, 4, 2, 2, 32},  {"lt", 4, 2, 2, 4, 2, 32},  {"l1", 2, 4, 4, 2, 1, 32}, {"lt1", 4, 2, 2, 4, 1, 32},
-    {"w", 2, 4, 4, 4, 1, 32},  {"w16", 2, 4, 4, 4, 2, 16}, {"wt", 4, 2, 4, 4, 1, 32}, {"q", 2, 2, 4, 4, 2, 32},
-    {"q64", 2, 2, 4, 4, 1, 64}, {"l64", 2, 4, 4, 2, 1, 64}, {"m", 2, 2, 2, 2, 2, 32},
-    // PREFETCH=2 (two stages in flight in registers) of w, wt, l1, l64
-    {"w2", 2, 4, 4, 4, 1, 32}, {"wt2", 4, 2, 4, 4, 1, 32}, {"l2", 2, 4, 4, 2, 1, 32}, {"l64p2", 2, 4, 4, 2, 1, 64},
-    // matmul_coop2.glsl: tiles 128 x 128 (BK 32, 64) and 128 x 256, 256 invocations
-    {"c2_l", 2, 4, 4, 2, 0, 32, true}, {"c2_l64", 2, 4, 4, 2, 0, 64, true}, {"c2_w", 2, 4, 4, 4, 0, 32, true},
-};
+// The tiles of glsl/coopmm_variants.py (which says what they are), through the generated header.
+constexpr CoopMmVariant kCoopMmVariants[] = {VKD_COOPMM_VARIANT_ROWS};
+
+constexpr bool same_name(const char* a, const char* b) { return *a == *b && (*a == 0 || same_name(a + 1, b + 1)); }
+constexpr const CoopMmVariant& coop_mm_variant_named(const char* name, size_t i = 0) {
+  // Past the end does not compile in a constant expression: a name the table lacks is a build error.
+  return same_name(kCoopMmVariants[i].name, name) ? kCoopMmVariants[i] : coop_mm_variant_named(name, i + 1);
+}
 // The default (the H100 sweeps): w once its 128 x 256 tiles alone give
 // kCoopMmWFromGroups workgroups, w2 from kCoopMmW2FromGroups, else l64; l1 and m where
 // their shared memory is all that fits (lavapipe's 32 KiB). The c2_ variants only forced.
-constexpr const CoopMmVariant& kCoopMmL1 = kCoopMmVariants[2];
-constexpr const CoopMmVariant& kCoopMmW = kCoopMmVariants[4];
-constexpr const CoopMmVariant& kCoopMmL64 = kCoopMmVariants[9];
-constexpr const CoopMmVariant& kCoopMmM = kCoopMmVariants[10];
-constexpr const CoopMmVariant& kCoopMmW2 = kCoopMmVariants[11];
+constexpr const CoopMmVariant& kCoopMmL1 = coop_mm_variant_named("l1");
+constexpr const CoopMmVariant& kCoopMmW = coop_mm_variant_named("w");
+constexpr const CoopMmVariant& kCoopMmL64 = coop_mm_variant_named("l64");
+constexpr const CoopMmVariant& kCoopMmM = coop_mm_variant_named("m");
+constexpr const CoopMmVariant& kCoopMmW2 = coop_mm_variant_named("w2");
 constexpr int64_t kCoopMmWFromGroups = 256;
 constexpr int64_t kCoopMmW2FromGroups = 96;
 
