@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# conv32 family: on the GPU machine, from the repository root of the copied tree:
+# The float32 tiled convolution, on the GPU machine, from the repository root of the copied tree:
 #   bash benchmarks/bundle_conv32/sweep_conv32.sh OUT [CONFIGS...]
 # bench_gpu.py on the bundle (default kernel choice, PyTorch CUDA, max_rel_err), then
 # the runner alone on the float32 conv .pte files with the other kernels

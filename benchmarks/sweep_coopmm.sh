@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# coopmm family: on the GPU machine, from the repository root of the copied tree:
+# The cooperative-matrix matmul, on the GPU machine, from the repository root of the copied tree:
 #   bash benchmarks/bundle-coopmm/sweep_coopmm.sh OUT [CONFIGS...]
 # bench_gpu.py on the bundle (default kernel choice, PyTorch CUDA, max_rel_err), then
 # the runner alone on the fp16 mm .pte files with each VKDELEGATE_COOPMM_TILE variant

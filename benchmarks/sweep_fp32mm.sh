@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fp32mm family: on the GPU machine, from the repository root of the copied tree:
+# The float32 tiled matmul, on the GPU machine, from the repository root of the copied tree:
 #   bash benchmarks/bundle-fp32mm/sweep_fp32mm.sh OUT [CONFIGS...]
 # bench_gpu.py on the bundle (default kernel choice, PyTorch CUDA, max_rel_err), then
 # the runner alone on the mm .pte files with each VKDELEGATE_TILED_MM configuration

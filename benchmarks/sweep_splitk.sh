@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mm1024 family: on the GPU machine, from the repository root of the copied tree, after
+# Split-K float32 matmul, on the GPU machine, from the repository root of the copied tree, after
 # run_gpu.sh (which unpacks the bundle and sets nothing that lasts):
 #   bash benchmarks/BUNDLE/sweep_splitk.sh OUT
 # The runner alone on each float32 product .pte of the bundle under kernel choices:
