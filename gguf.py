@@ -9,26 +9,23 @@ The implementation lives in quant/gguf_linear.py (the op and its block
 decoders) and quant/gguf_loader.py (reading files, name maps).
 
 This file is `vkdelegate.gguf`. When the vkdelegate repo root itself is on
-sys.path (a script or `python -m pytest` run from the checkout), a plain
-`import gguf` finds this file before the PyPI `gguf` package; imported under
-that top-level name, it loads the PyPI package in its own place, so
-`import gguf` means the PyPI package everywhere.
+sys.path (a script run from the checkout), a plain `import gguf` finds this
+file before the PyPI `gguf` package; imported under that top-level name, it
+hands the name to the PyPI package (quant/pypi_gguf.py), so `import gguf`
+means the PyPI package everywhere. Our own code asks quant/pypi_gguf.py for
+the package and never imports `gguf` by name.
 """
 if __name__ == "gguf":
-    import importlib.machinery
-    import importlib.util
-    import os
-    import sys
+    # Imported under the top-level name: hand it to the PyPI package (quant/pypi_gguf.py,
+    # run by path: the vkdelegate package may not be importable from here).
+    import importlib.util as _util
+    import os as _os
 
-    _here = os.path.dirname(os.path.realpath(__file__))
-    _path = [entry for entry in sys.path if os.path.realpath(entry or os.curdir) != _here]
-    _spec = importlib.machinery.PathFinder.find_spec("gguf", _path)
-    if _spec is None or _spec.loader is None:
-        raise ImportError("the gguf package (pip install gguf) is not installed; "
-                          f"found only vkdelegate's own {__file__}")
-    _package = importlib.util.module_from_spec(_spec)
-    sys.modules["gguf"] = _package  # the import system returns this module for `import gguf`
-    _spec.loader.exec_module(_package)
+    _spec = _util.spec_from_file_location(
+        "vkdelegate_pypi_gguf", _os.path.join(_os.path.dirname(_os.path.realpath(__file__)), "quant", "pypi_gguf.py"))
+    _module = _util.module_from_spec(_spec)
+    _spec.loader.exec_module(_module)
+    _module.load()
 else:
     from .quant.gguf_linear import (  # noqa: F401
         FORMATS,

@@ -1,9 +1,8 @@
 """Loading GGUF tensors into a torch model: quantized linear weights stay in
 their GGUF blocks (GGUFLinear), everything else becomes float.
 
-The PyPI `gguf` package is imported lazily inside functions: vkdelegate's own
-`gguf.py` shadows it when the vkdelegate repo root is on sys.path, and that
-file hands the import over to the real package (see ../gguf.py).
+The PyPI `gguf` package comes from pypi_gguf.load() (vkdelegate's own gguf.py
+shadows it where the repo root is on sys.path), when a file is read.
 """
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -12,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import pypi_gguf
 from .gguf_linear import FORMATS, FORMATS_BY_NAME, GGUFLinear, dequantize
 
 # A name map sends a GGUF tensor name to "module.path.param" of the model, or to
@@ -33,7 +33,7 @@ class GGUFLoadReport:
 
 
 def _reader(gguf_file):
-    import gguf  # the PyPI package (see module docstring)
+    gguf = pypi_gguf.load()
 
     return gguf_file if isinstance(gguf_file, gguf.GGUFReader) else gguf.GGUFReader(str(gguf_file))
 
@@ -44,7 +44,7 @@ def _type_name(tensor) -> str:
 
 def _float_array(tensor) -> np.ndarray:
     """F32 / F16 / BF16 data of a reader tensor as float32, in torch order (shape reversed from ne)."""
-    import gguf
+    gguf = pypi_gguf.load()
 
     data = np.asarray(tensor.data)
     shape = tuple(int(size) for size in reversed(tensor.shape))

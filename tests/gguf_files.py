@@ -8,10 +8,11 @@ dequantize side of gguf.quants is the reference for all four).
 """
 import numpy as np
 
-import vkdelegate.gguf  # noqa: F401  (makes sure `import gguf` is the PyPI package)
-import gguf
-from gguf import GGMLQuantizationType as QT
-from gguf import quants
+from vkdelegate.quant import pypi_gguf
+
+gguf = pypi_gguf.load()
+QT = gguf.GGMLQuantizationType
+quants = gguf.quants
 
 
 def _f16_bytes(values: np.ndarray) -> np.ndarray:

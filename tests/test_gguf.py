@@ -16,7 +16,7 @@ from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, 
 from vkdelegate.examples.models.llama import Llama
 from vkdelegate.gguf import GGUFLinear, dequantize, llama_config, llama_cpp_names, load_gguf_linears, rope_rows
 from vkdelegate.quant.gguf_linear import random_blocks
-import gguf
+from gguf_files import gguf
 
 TYPES = [QT.Q4_0, QT.Q8_0, QT.Q4_K, QT.Q6_K]
 BLOCK = {QT.Q4_0: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256}
