@@ -52,10 +52,10 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
 """
 
 
-def _params_header(tmp_path, glslh):
+def _params_header(tmp_path, glslh, file="demo_params.glslh"):
     src = tmp_path / "glsl"
     src.mkdir()
-    (src / "demo_params.glslh").write_text(glslh)
+    (src / file).write_text(glslh)
     out = tmp_path / "shader_params.h"
     r = subprocess.run([sys.executable, GEN, "--src-dir", str(src), "--params-header", str(out)],
                        capture_output=True, text=True)
@@ -72,6 +72,13 @@ def test_params_header_mirrors_the_block(tmp_path):
     if cxx:  # the layout assertions hold for the compiler at hand
         c = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", str(out)], capture_output=True, text=True)
         assert c.returncode == 0, c.stderr
+
+
+def test_params_header_reads_a_shaders_own_block(tmp_path):
+    """A block only one shader uses stays in that shader."""
+    r, out = _params_header(tmp_path, PARAMS_HEADER + "void main() {}\n", file="demo.glsl")
+    assert r.returncode == 0, r.stderr
+    assert "// glsl/demo.glsl\nstruct DemoParams {" in out.read_text()
 
 
 @pytest.mark.parametrize("member", ["vec4 bounds;", "int sizes[4];"])
