@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "op_utils.h"
+#include "shader_params.h"  // RmsNormParams: glsl/rms_norm.glsl
 
 namespace vkd {
 
@@ -103,11 +104,6 @@ void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
     node.set_groups_1d(p.rows, 1);  // one workgroup per query row
   });
 }
-
-struct RmsNormParams {
-  int32_t rows, D, has_weight;
-  float eps;
-};
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
 void add_rms_norm(ComputeGraph& g, const std::vector<int>& a) {
