@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "op_utils.h"
+#include "shader_params.h"  // UnaryParams, ScalarParams: glsl/unary.glsl, binary_scalar.glsl
 
 namespace vkd {
 
@@ -166,11 +167,6 @@ void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
              });
 }
 
-struct UnaryParams {
-  int32_t numel;
-  float a, b, c;
-  int32_t int_min, int_max, pad0, pad1;
-};
 
 UnaryParams unary_params(float a = 0, float b = 0, float c = 0) {
   return UnaryParams{0, a, b, c, std::numeric_limits<int32_t>::min(),
@@ -192,12 +188,6 @@ void add_unary(ComputeGraph& g, int in, int out, const std::string& shader, Type
              });
 }
 
-struct ScalarParams {
-  int32_t numel;
-  float scalar;
-  float alpha;
-  int32_t int_scalar;
-};
 
 // tensor OP scalar -> out of the tensor's dtype.
 void add_binary_scalar(ComputeGraph& g, int in, int scalar_id, int out, const std::string& shader,
