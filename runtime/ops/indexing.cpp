@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "op_utils.h"
+#include "shader_params.h"  // FillParams: glsl/fill.glsl
 
 namespace vkd {
 
@@ -363,12 +364,6 @@ void add_roll(ComputeGraph& g, const std::vector<int>& a) {
              });
 }
 
-struct FillParams {
-  float fstart, fstep;
-  int32_t istart, istep, numel;
-  int32_t pad[3];
-};
-
 // out[i] = start + i * step, with sizes from `sizes_of` (run at every update).
 void add_fill(ComputeGraph& g, int out, double start, double step, std::function<Sizes(ComputeGraph&)> sizes_of) {
   const bool is_float = is_float_dtype(g.tensor(out).dtype);
@@ -385,7 +380,7 @@ void add_fill(ComputeGraph& g, int out, double start, double step, std::function
     Tensor& o = g.tensor(out);
     o.sizes = sizes_of(g);
     node.set_params(FillParams{static_cast<float>(start), static_cast<float>(step), istart, istep,
-                               static_cast<int32_t>(o.numel()), {0, 0, 0}});
+                               static_cast<int32_t>(o.numel()), 0, 0, 0});
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "op_utils.h"
+#include "shader_params.h"  // ConvertParams: glsl/convert.glsl
 
 namespace vkd {
 
@@ -58,10 +59,6 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
   }
   if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
 }
-
-struct ConvertParams {
-  int32_t numel, pad0, pad1, pad2;
-};
 
 // _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
 // shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
