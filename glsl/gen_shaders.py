@@ -40,8 +40,9 @@ its shader) is marked
 on the line before its `uniform` declaration. With --params-header the script
 writes a C++ header with one struct per marked block, same fields and order, so
 the runtime fills exactly what the shaders read. Only int, uint and float
-members are allowed: std140 places such scalars 4 bytes apart, as C++ does
-(vectors and arrays would need padding the struct would not have).
+members are allowed, and ivec4 arrays (int32_t arrays of 4 per element in C++) that
+start at a multiple of 16 bytes: std140 places those as C++ does (other vectors and
+arrays would need padding the struct would not have).
 """
 import argparse
 import importlib.util
@@ -127,8 +128,8 @@ def requirements_of(path):
 
 
 def params_structs_of(path):
-    """[(struct name, [(C++ type, field)], [source lines])] for each block `path` marks with
-    `// params-struct: NAME`."""
+    """[(struct name, [(field, std140 offset)], [(C++ declarations, comment) per source line])] for each
+    block `path` marks with `// params-struct: NAME`."""
     structs, lines = [], open(path).read().splitlines()
     i = 0
     while i < len(lines):
@@ -139,24 +140,39 @@ def params_structs_of(path):
         name = m.group(1)
         if i >= len(lines) or not re.search(r"\buniform\b.*\{\s*$", lines[i]):
             sys.exit(f"{path}:{i + 1}: `params-struct: {name}` must precede a line `... uniform Block {{`")
-        fields, body = [], []
+        fields, body, offset = [], [], 0
         i += 1
         while i < len(lines) and not lines[i].strip().startswith("}"):
             code, _, comment = lines[i].partition("//")
+            decls = []
             for decl in filter(None, (d.strip() for d in code.split(";"))):
                 glsl_type, _, names = decl.partition(" ")
+                array = re.fullmatch(r"([A-Za-z_]\w*)\s*\[\s*(\d+)\s*\]", names.strip())
+                if glsl_type == "ivec4" and array:
+                    # std140 aligns an ivec4 array to 16 bytes, 16 per element: an int32_t array of 4
+                    # per element, where it starts at a multiple of 16 (C++ would not pad before it).
+                    if offset % 16:
+                        sys.exit(f"{path}:{i + 1}: {name} member `{decl}` must start at a multiple of 16 "
+                                 f"bytes (it starts at {offset}; std140 would pad before it, C++ not)")
+                    field, count = array.group(1), int(array.group(2))
+                    decls.append(f"int32_t {field}[{4 * count}];")
+                    fields.append((field, offset))
+                    offset += 16 * count
+                    continue
                 if glsl_type not in PARAMS_SCALARS:
                     sys.exit(f"{path}:{i + 1}: {name} member `{decl}`: only {sorted(PARAMS_SCALARS)} "
-                             "members keep the std140 layout equal to the C++ struct's")
+                             "members and ivec4 arrays keep the std140 layout equal to the C++ struct's")
                 for field in (n.strip() for n in names.split(",")):
                     if not re.fullmatch(r"[A-Za-z_]\w*", field):
                         sys.exit(f"{path}:{i + 1}: {name} member `{field}` is not a plain name")
-                    fields.append((PARAMS_SCALARS[glsl_type], field))
-            body.append((code, comment))
+                    fields.append((field, offset))
+                    offset += 4
+                decls.append(f"{PARAMS_SCALARS[glsl_type]} {names.strip()};")
+            body.append((decls, comment))
             i += 1
         if i == len(lines):
             sys.exit(f"{path}: block {name} has no closing brace")
-        structs.append((name, fields, body))
+        structs.append((name, fields, offset, body))
     return structs
 
 
@@ -168,25 +184,21 @@ def params_header(src_dir):
     for fname in sorted(os.listdir(src_dir)):
         if not fname.endswith((".glsl", ".glslh")):
             continue
-        for name, fields, body in params_structs_of(os.path.join(src_dir, fname)):
+        for name, fields, size, body in params_structs_of(os.path.join(src_dir, fname)):
             if name in seen:
                 sys.exit(f"params struct {name} is declared twice")
             seen.add(name)
             out += ["", f"// glsl/{fname}", f"struct {name} {{"]
-            for code, comment in body:
-                decls = []
-                for decl in filter(None, (d.strip() for d in code.split(";"))):
-                    glsl_type, _, names = decl.partition(" ")
-                    decls.append(f"{PARAMS_SCALARS[glsl_type]} {names.strip()};")
+            for decls, comment in body:
                 line = "  " + " ".join(decls) if decls else ""
                 if comment:
                     line = (line + "  " if line else "  ") + "//" + comment
                 out.append(line)
             out.append("};")
             # std140 puts each 4-byte scalar at the next multiple of 4: the struct may have no padding.
-            out.append(f"static_assert(sizeof({name}) == {4 * len(fields)}, \"{name}: std140 size\");")
-            for k, (_, field) in enumerate(fields):
-                out.append(f"static_assert(offsetof({name}, {field}) == {4 * k});")
+            out.append(f"static_assert(sizeof({name}) == {size}, \"{name}: std140 size\");")
+            for field, offset in fields:
+                out.append(f"static_assert(offsetof({name}, {field}) == {offset});")
     out += ["", "}  // namespace vkd"]
     return "\n".join(out) + "\n"
 
