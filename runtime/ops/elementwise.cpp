@@ -5,7 +5,7 @@
 #include <variant>
 
 #include "op_utils.h"
-#include "shader_params.h"  // UnaryParams, ScalarParams: glsl/unary.glsl, binary_scalar.glsl
+#include "shader_params.h"  // UnaryParams, ScalarParams, WhereParams: glsl/unary, binary_scalar, where.glsl
 
 namespace vkd {
 
@@ -134,14 +134,6 @@ void add_compare_scalar(ComputeGraph& g, int a, int scalar_id, int out, const st
                node.set_groups_1d(to.numel(), kLocal1D[0]);
              });
 }
-
-struct WhereParams {
-  int32_t out_sizes[8];
-  int32_t cond_strides[8];
-  int32_t a_strides[8];
-  int32_t b_strides[8];
-  int32_t numel, rank, pad0, pad1;
-};
 
 // where.self(condition, self, other)
 void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
