@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "op_utils.h"
-#include "shader_params.h"  // ConvertParams: glsl/convert.glsl
+#include "shader_params.h"  // ConvertParams, StridedCopyParams: glsl/convert.glsl, strided_copy.glsl
 
 namespace vkd {
 
@@ -86,12 +86,6 @@ void add_to_copy(ComputeGraph& g, int in, int out) {
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }
-
-struct StridedCopyParams {
-  int32_t out_sizes[8];
-  int32_t in_strides[8];
-  int32_t numel, rank, in_offset, pad;
-};
 
 // How a gather reads its input: output sizes, the input stride of each output
 // dim, and a start offset; computed from the input's current sizes.
