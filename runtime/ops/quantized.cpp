@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "op_utils.h"
-#include "shader_params.h"  // Q8taConvertParams, Q8taConvParams, Q8taLinearParams: glsl/q8ta_*.glsl
+#include "shader_params.h"  // Q8taConvertParams, Q8taConvParams, Q8taLinearParams, Q8taAddParams: glsl/q8ta_*.glsl
 
 namespace vkd {
 
@@ -186,21 +186,12 @@ void add_q8ta_linear(ComputeGraph& g, const std::vector<int>& a) {
   });
 }
 
-struct QAddParams {
-  int32_t out_sizes[8];
-  int32_t a_strides[8];
-  int32_t b_strides[8];
-  int32_t numel, rank, a_zero_point, b_zero_point;
-  float a_scale, b_scale, inv_out_scale, pad0;
-  int32_t out_zero_point, out_min, out_max, same_shape;
-};
-
 // vkd_q8ta_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, out_scale, out_zero_point, out_min, out_max)
 void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 11) g.fail("expected 10 arguments and 1 output");
   const int ta = a[0], tb = a[3], out = a[10];
   for (int id : {ta, tb, out}) require_dtype(g, id, DType::Int8, "operands and output");
-  QAddParams base{};
+  Q8taAddParams base{};
   base.a_scale = scale_arg(g, a[1]), base.a_zero_point = int8_arg(g, a[2], "zero point");
   base.b_scale = scale_arg(g, a[4]), base.b_zero_point = int8_arg(g, a[5], "zero point");
   const Requant r = requant_args(g, a[6], a[7], a[8], a[9]);
@@ -212,7 +203,7 @@ void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
     Tensor& o = g.tensor(out);
     o.sizes = broadcast_sizes(g, x.sizes, y.sizes);
     if (o.dim() > kMaxRank) g.fail("rank above 8");
-    QAddParams p = base;
+    Q8taAddParams p = base;
     pack8(p.out_sizes, o.sizes);
     pack8(p.a_strides, broadcast_strides(x, o.sizes));
     pack8(p.b_strides, broadcast_strides(y, o.sizes));
