@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "op_utils.h"
-#include "shader_params.h"  // FillParams: glsl/fill.glsl
+#include "shader_params.h"  // FillParams, PadRepeatParams: glsl/fill.glsl, pad_repeat.glsl
 
 namespace vkd {
 
@@ -249,15 +249,6 @@ void add_index_tensor(ComputeGraph& g, const std::vector<int>& a) {
     return pl;
   });
 }
-
-struct PadRepeatParams {
-  int32_t out_sizes[8];
-  int32_t in_sizes[8];
-  int32_t before[8];
-  int32_t numel, rank;
-  float fvalue;
-  int32_t ivalue;
-};
 
 // Converts a fill value for the output's storage.
 int32_t int_fill(ComputeGraph& g, double v) {
