@@ -40,8 +40,8 @@ its shader) is marked
 on the line before its `uniform` declaration. With --params-header the script
 writes a C++ header with one struct per marked block, same fields and order, so
 the runtime fills exactly what the shaders read. Only int, uint and float
-members are allowed, and ivec4 arrays (int32_t arrays of 4 per element in C++) that
-start at a multiple of 16 bytes: std140 places those as C++ does (other vectors and
+members are allowed, and ivec4s and ivec4 arrays (int32_t arrays of 4 per element in
+C++) that start at a multiple of 16 bytes: std140 places those as C++ does (other vectors and
 arrays would need padding the struct would not have).
 """
 import argparse
@@ -147,14 +147,15 @@ def params_structs_of(path):
             decls = []
             for decl in filter(None, (d.strip() for d in code.split(";"))):
                 glsl_type, _, names = decl.partition(" ")
-                array = re.fullmatch(r"([A-Za-z_]\w*)\s*\[\s*(\d+)\s*\]", names.strip())
+                array = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:\[\s*(\d+)\s*\])?", names.strip())
                 if glsl_type == "ivec4" and array:
-                    # std140 aligns an ivec4 array to 16 bytes, 16 per element: an int32_t array of 4
-                    # per element, where it starts at a multiple of 16 (C++ would not pad before it).
+                    # std140 aligns an ivec4 (or an array of them) to 16 bytes, 16 per element: an
+                    # int32_t array of 4 per element, where it starts at a multiple of 16 (C++ would
+                    # not pad before it).
                     if offset % 16:
                         sys.exit(f"{path}:{i + 1}: {name} member `{decl}` must start at a multiple of 16 "
                                  f"bytes (it starts at {offset}; std140 would pad before it, C++ not)")
-                    field, count = array.group(1), int(array.group(2))
+                    field, count = array.group(1), int(array.group(2) or 1)
                     decls.append(f"int32_t {field}[{4 * count}];")
                     fields.append((field, offset))
                     offset += 16 * count

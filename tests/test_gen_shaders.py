@@ -84,12 +84,12 @@ def test_params_header_reads_a_shaders_own_block(tmp_path):
 def test_params_header_ivec4_arrays_as_int_arrays(tmp_path):
     """An ivec4 array at a multiple of 16 bytes is an int32_t array of 4 per element; the
     next member follows it, as std140 places them."""
-    r, out = _params_header(tmp_path, PARAMS_HEADER.replace("int M, N;  // sizes", "ivec4 sizes[2];\n  int M, N;"))
+    r, out = _params_header(tmp_path, PARAMS_HEADER.replace("int M, N;  // sizes", "ivec4 sizes[2];\n  ivec4 one;\n  int M, N;"))
     assert r.returncode == 0, r.stderr
     h = out.read_text()
-    assert "  int32_t sizes[8];\n  int32_t M, N;" in h
-    assert "static_assert(offsetof(DemoParams, M) == 32);" in h
-    assert "static_assert(sizeof(DemoParams) == 48" in h
+    assert "  int32_t sizes[8];\n  int32_t one[4];\n  int32_t M, N;" in h
+    assert "static_assert(offsetof(DemoParams, M) == 48);" in h
+    assert "static_assert(sizeof(DemoParams) == 64" in h
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx:
         c = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", str(out)], capture_output=True, text=True)
