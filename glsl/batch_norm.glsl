@@ -12,6 +12,7 @@ layout(set = 0, binding = 2) readonly buffer Weight { T weight_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 layout(set = 0, binding = 4) readonly buffer Mean { T mean_data[]; };
 layout(set = 0, binding = 5) readonly buffer Var { T var_data[]; };
+// params-struct: BatchNormParams
 layout(set = 0, binding = 6) uniform Params {
   int numel;
   int C;
@@ -19,6 +20,7 @@ layout(set = 0, binding = 6) uniform Params {
   int has_weight;
   int has_bias;
   float eps;
+  int pad0, pad1;  // 32 bytes, as the runtime has always uploaded
 } p;
 
 void main() {

@@ -26,6 +26,7 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 0) writeonly buffer Out4 { T4 out4[]; };
 layout(set = 0, binding = 1) readonly buffer A4 { T4 a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { T4 b4[]; };
+// params-struct: BinaryParams
 layout(set = 0, binding = 3) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0

@@ -13,6 +13,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+// params-struct: ScalarParams
 layout(set = 0, binding = 2) uniform Params {
   int numel;
   float scalar;

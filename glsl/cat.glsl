@@ -8,12 +8,14 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+// params-struct: CatParams
 layout(set = 0, binding = 2) uniform Params {
   int numel;   // of the input
   int inner;
   int in_dim;
   int out_dim;
   int offset;
+  int pad0, pad1, pad2;  // 32 bytes, as the runtime has always uploaded
 } p;
 
 void main() {

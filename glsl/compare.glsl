@@ -29,6 +29,7 @@ layout(set = 0, binding = 1) readonly buffer A { T a_data[]; };
 #define PARAMS_BINDING 3
 layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 #endif
+// params-struct: CompareParams
 layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0
@@ -38,6 +39,7 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int same_shape;  // a, b and out all have the out sizes: index directly
   int int_scalar;  // the scalar of compare_scalar_* for integer tensors
   float scalar;    // ... for float tensors
+  int pad0;        // 112 bytes, as the runtime has always uploaded
 } p;
 
 void main() {

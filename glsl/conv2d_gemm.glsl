@@ -11,9 +11,7 @@
 // slices measured slower on every ResNet-18 layer on the H100: too little
 // reuse per load).
 // The host's local size is (TNT, TMT, SLICES).
-// variant conv2d_gemm: TMT=16 TNT=16 SLICES=1 BK=16
-// variant conv2d_gemm_sk: TMT=8 TNT=4 SLICES=8 BK=8
-// variant conv2d_gemm_sk16: TMT=4 TNT=4 SLICES=16 BK=8
+// variants-from: conv_variants.py
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require

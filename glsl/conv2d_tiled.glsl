@@ -15,12 +15,10 @@
 // step; the K loop is unrolled by two (constant buffer indices).
 // The epilogue adds bias and residual, clamps, and stores vec4 along pixels when
 // OH*OW is a multiple of 4 (four consecutive outputs of one image and channel).
-// runtime/ops/conv.cpp picks it (float32 only) and the variant (c64; c32 where
-// it pads fewer channels or gives enough workgroups; c128 only to compare), and
-// holds BK as kTiledConvBK.
-// variant conv2d_tiled_c32: WX=16 WY=4 BK=8
-// variant conv2d_tiled_c64: WX=16 WY=8 BK=8
-// variant conv2d_tiled_c128: WX=16 WY=16 BK=8
+// runtime/ops/conv_choice.cpp picks it (float32 only) and the variant (c64; c32 where
+// it pads fewer channels or gives enough workgroups; c128 only to compare); the
+// variants (WX, WY, BK) are glsl/conv_variants.py's.
+// variants-from: conv_variants.py
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require

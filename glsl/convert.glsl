@@ -17,8 +17,10 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { OUT_T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { IN_T in_data[]; };
+// params-struct: ConvertParams
 layout(set = 0, binding = 2) uniform Params {
   int numel;
+  int pad0, pad1, pad2;  // 16 bytes, as the runtime has always uploaded
 } p;
 
 void main() {

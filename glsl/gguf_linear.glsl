@@ -24,6 +24,7 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer X { T x_data[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
+// params-struct: GGUFLinearParams
 layout(set = 0, binding = 4) uniform Params {
   int M, N, K, chunks;  // chunks = K / 32
   int blocks_per_row, has_bias, gemv, pad0;

@@ -15,6 +15,7 @@ layout(set = 0, binding = 2) writeonly buffer Rstd { T rstd_data[]; };
 layout(set = 0, binding = 3) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 4) readonly buffer Weight { T weight_data[]; };
 layout(set = 0, binding = 5) readonly buffer Bias { T bias_data[]; };
+// params-struct: GroupNormParams
 layout(set = 0, binding = 6) uniform Params {
   int rows;   // N * groups
   int D;      // C / groups * HxW

@@ -24,6 +24,7 @@ layout(set = 0, binding = 4) readonly buffer Idx2 { int idx2[]; };
 #if NIDX > 3
 layout(set = 0, binding = 5) readonly buffer Idx3 { int idx3[]; };
 #endif
+// params-struct: IndexGatherParams
 layout(set = 0, binding = 2 + NIDX) uniform Params {
   ivec4 out_sizes[2];
   ivec4 in_strides[2];   // stride in `in` of each out dim (0 for dims an index decides)

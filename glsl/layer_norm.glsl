@@ -16,12 +16,14 @@ layout(set = 0, binding = 2) writeonly buffer Rstd { T rstd_data[]; };
 layout(set = 0, binding = 3) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 4) readonly buffer Weight { T weight_data[]; };
 layout(set = 0, binding = 5) readonly buffer Bias { T bias_data[]; };
+// params-struct: LayerNormParams
 layout(set = 0, binding = 6) uniform Params {
   int rows;
   int D;
   int has_weight;
   int has_bias;
   float eps;
+  int pad0, pad1, pad2;  // 32 bytes, as the runtime has always uploaded
 } p;
 
 // A row of at most CACHE elements per invocation stays in registers: one read

@@ -18,6 +18,7 @@ layout(set = 0, binding = 2) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 #define PARAMS_BINDING 2
 #endif
+// params-struct: PoolParams
 layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int total, H, W, OH;
   int OW, KH, KW, stride_h;

@@ -10,6 +10,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(set = 0, binding = 0) writeonly buffer Out { int out_data[]; };
 layout(set = 0, binding = 1) readonly buffer A { int a_data[]; };
 layout(set = 0, binding = 2) readonly buffer B { int b_data[]; };
+// params-struct: Q8taAddParams
 layout(set = 0, binding = 3) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0

@@ -16,6 +16,7 @@ layout(set = 0, binding = 2) readonly buffer Weight { int w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Scales { float w_scales[]; };
 layout(set = 0, binding = 4) readonly buffer Zeros { int w_zeros[]; };
 layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
+// params-struct: Q8taConvParams
 layout(set = 0, binding = 6) uniform Params {
   int N, C, H, W;
   int OC, OH, OW, KH;

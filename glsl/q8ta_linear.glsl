@@ -14,6 +14,7 @@ layout(set = 0, binding = 2) readonly buffer Weight { int w_data[]; };
 layout(set = 0, binding = 3) readonly buffer Scales { float w_scales[]; };
 layout(set = 0, binding = 4) readonly buffer Zeros { int w_zeros[]; };
 layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
+// params-struct: Q8taLinearParams
 layout(set = 0, binding = 6) uniform Params {
   int K, N, total, has_bias;
   int x_zero_point, out_zero_point, out_min, out_max;

@@ -12,6 +12,7 @@ layout(set = 0, binding = 1) readonly buffer W { uint w_data[]; };
 layout(set = 0, binding = 2) readonly buffer S { float s_data[]; };
 layout(set = 0, binding = 3) readonly buffer Z { int z_data[]; };
 layout(set = 0, binding = 4) readonly buffer Idx { int idx_data[]; };
+// params-struct: QEmbeddingParams
 layout(set = 0, binding = 5) uniform Params {
   int numel, dim, rows, words_per_row;
   int group_size, groups, bits, has_zeros;

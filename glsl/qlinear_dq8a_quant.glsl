@@ -17,6 +17,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer XQ { int xq_data[]; };
 layout(set = 0, binding = 1) readonly buffer X { float x_data[]; };
+// params-struct: QuantizeRowsParams
 layout(set = 0, binding = 2) uniform Params {
   int M, K, bits, row_ints;
 } p;

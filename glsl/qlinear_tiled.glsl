@@ -13,11 +13,7 @@ layout(set = 0, binding = 2) readonly buffer W { uint w_data[]; };
 layout(set = 0, binding = 3) readonly buffer S { float s_data[]; };
 layout(set = 0, binding = 4) readonly buffer Z { int z_data[]; };
 layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
-layout(set = 0, binding = 6) uniform Params {
-  int M, N, K, words_per_row;
-  int group_size, groups, bits, has_zeros;
-  int has_bias, pad0, pad1, pad2;
-} p;
+#include "qlinear_params.glslh"
 
 const uint BK = 16;
 const uint TM = gl_WorkGroupSize.y * 4;

@@ -12,6 +12,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
 layout(set = 0, binding = 2) readonly buffer Weight { T weight_data[]; };
+// params-struct: RmsNormParams
 layout(set = 0, binding = 3) uniform Params {
   int rows;
   int D;

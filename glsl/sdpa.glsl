@@ -27,6 +27,7 @@ layout(set = 0, binding = 4) readonly buffer Mask { T mask_data[]; };
 #elif MASK == 2
 layout(set = 0, binding = 4) readonly buffer Mask { int mask_data[]; };
 #endif
+// params-struct: SdpaParams
 layout(set = 0, binding = 4 + (MASK > 0 ? 1 : 0)) uniform Params {
   ivec4 lead_sizes[2];    // q's sizes before (L, E)
   ivec4 mask_strides[2];  // mask stride of each of those dims (0 where broadcast)

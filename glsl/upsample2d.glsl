@@ -11,6 +11,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+// params-struct: UpsampleParams
 layout(set = 0, binding = 2) uniform Params {
   int total, H, W, OH;
   int OW, align_corners, pad0, pad1;

@@ -9,6 +9,7 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer C { int cond_data[]; };
 layout(set = 0, binding = 2) readonly buffer A { T a_data[]; };
 layout(set = 0, binding = 3) readonly buffer B { T b_data[]; };
+// params-struct: WhereParams
 layout(set = 0, binding = 4) uniform Params {
   ivec4 out_sizes[2];
   ivec4 cond_strides[2];  // broadcast dims have stride 0

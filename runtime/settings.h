@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_variants.h"    // VKD_CONV_GEMM_VARIANT_NAMES, ..., generated from glsl/conv_variants.py
 #include "coopmm_variants.h"  // VKD_COOPMM_VARIANT_NAMES, generated from glsl/coopmm_variants.py
 
 namespace vkd {

@@ -4,6 +4,8 @@ The settings are the graph settings of ``vkdelegate.runtime.settings_table()``
 (names without ``VKDELEGATE_``: ``COOPMM_TILE="w"``, ``COOPMAT_EMULATE=True``); they
 apply to the program loaded here only, never through the process environment.
 """
+import importlib.util
+import os
 from dataclasses import dataclass
 
 import vkdelegate.runtime as rt
@@ -19,6 +21,16 @@ class KernelRun:
 
 
 _LOWERED = {}
+
+
+def variant_table(name):
+    """glsl/NAME.py (a variant table: the one the shaders' variants, the runtime's tables
+    and the settings' accepted values are built from), as a module."""
+    path = os.path.join(os.path.dirname(__file__), "..", "glsl", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def lower_once(key, module, inputs, dynamic_shapes=None):

@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from helpers import TOLERANCES, lower
-from kernel_check import assert_ran, chosen_shaders, run_forcing
+from kernel_check import assert_ran, chosen_shaders, run_forcing, variant_table
+
+TABLE = variant_table("conv_variants")
 
 
 class Conv(torch.nn.Module):
@@ -48,7 +50,7 @@ def test_gemm_variants(case):
     torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
 
 
-@pytest.mark.parametrize("forced", ["gemm", "sk", "sk16"])
+@pytest.mark.parametrize("forced", list(TABLE.GEMM))
 def test_forced_variant(forced):
     """The setting CONV_GEMM forces a variant on every GEMM convolution (where the
     device's shared memory and invocation limits allow it; lavapipe allows all)."""
@@ -56,7 +58,7 @@ def test_forced_variant(forced):
         module = Conv(shape[1], cout, k, stride, padding, dilation, relu).eval()
         x = torch.randn(shape)
         run = run_forcing(module, (x,), NO_TILED_CONV=True, CONV_GEMM=forced)
-        assert_ran(run, "conv2d_gemm_f32" if forced == "gemm" else f"conv2d_gemm_{forced}_f32")
+        assert_ran(run, f"{TABLE.gemm_shader(forced)}_f32")
         with torch.no_grad():
             torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])
 

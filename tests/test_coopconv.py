@@ -10,11 +10,12 @@ import copy
 import pytest
 import torch
 from helpers import cpu_ops, delegate_calls, lower, relative_error
-from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing
+from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing, variant_table
 from torch import nn
 from op_samples import ConvClamp
 
 inf = float("inf")
+TABLE = variant_table("conv_variants")
 
 # One half rounding of the output is 4.9e-4 relative to its own magnitude; the
 # sums are float. A wrong index gives O(1) errors.
@@ -62,7 +63,7 @@ def _grouped(names):
     return [pytest.param(name, marks=pytest.mark.xdist_group(f"coopconv-{name}")) for name in names]
 
 
-@pytest.mark.parametrize("tile", ["l", "m", "s"])
+@pytest.mark.parametrize("tile", list(TABLE.COOP))
 @pytest.mark.parametrize("name", _grouped(sorted(CASES)))
 def test_emulated_coop_conv_matches_eager(name, tile):
     out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile)
@@ -90,14 +91,14 @@ SPLIT_CASES = ["deep_k_several_stages", "residual_relu", "clamp_relu6", "pointwi
 
 
 @pytest.mark.parametrize("splits", [2, 3, 16])
-@pytest.mark.parametrize("tile", ["l", "m", "s"])
+@pytest.mark.parametrize("tile", list(TABLE.COOP))
 @pytest.mark.parametrize("name", _grouped(SPLIT_CASES))
 def test_emulated_coop_conv_split_k_matches_eager(name, tile, splits):
     out, ref, shaders = _run_half(name, COOPMAT_EMULATE=True, COOPCONV_TILE=tile, COOPCONV_SPLITK=splits)
     K = {"deep_k_several_stages": 70 * 9, "residual_relu": 16 * 9, "clamp_relu6": 20 * 9,
          "pointwise_groups2_batch3": 17, "conv1d": 5 * 5, "residual_no_bound_no_bias": 24 * 9,
          "stride2_dilation2_asym_no_bias": 8 * 15}[name]
-    kc = 128 if tile == "s" else 32
+    kc = TABLE.coop_kc(tile)
     if -(-K // kc) > 1:  # more than one stage: the forced split (at most one slice per stage) is taken
         assert_ran(shaders, f"conv2d_coop_emu_{tile}_sk_f16", "conv2d_splitk_reduce_f16")
     else:

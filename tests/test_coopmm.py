@@ -7,15 +7,13 @@ and bmm (batch 3) at shapes that hit every edge: M, N, K not multiples of 16 or 
 the tile, K not a multiple of 16 or 32 and over several stages, M = 1, rows not
 16-byte aligned (guarded scalar loads and stores) and aligned ones (vector loads and
 stores). The shaders of the loaded program prove which kernel ran."""
-import importlib.util
-import os
 
 import pytest
 import torch
 
 import vkdelegate.runtime as rt
 from helpers import TOLERANCES, lower, relative_error
-from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing
+from kernel_check import assert_ran, chosen_shaders, lower_once, run_forcing, variant_table
 
 # One half rounding of the output is 4.9e-4 relative; the sums are float. A wrong
 # index gives O(1) errors.
@@ -27,11 +25,7 @@ SHAPES = [(67, 45, 131), (129, 65, 257), (1, 37, 40), (40, 96, 136), (130, 200, 
 
 def _tile_table():
     """glsl/coopmm_variants.py: the table the shaders' variants and the runtime's are built from."""
-    path = os.path.join(os.path.dirname(__file__), "..", "glsl", "coopmm_variants.py")
-    spec = importlib.util.spec_from_file_location("coopmm_variants", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.VARIANTS
+    return variant_table("coopmm_variants").VARIANTS
 
 
 # The tiles of matmul_coop_emu.glsl (the c2_ tiles run on matmul_coop2.glsl, which has no emulation).

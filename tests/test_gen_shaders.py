@@ -52,10 +52,10 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
 """
 
 
-def _params_header(tmp_path, glslh):
+def _params_header(tmp_path, glslh, file="demo_params.glslh"):
     src = tmp_path / "glsl"
     src.mkdir()
-    (src / "demo_params.glslh").write_text(glslh)
+    (src / file).write_text(glslh)
     out = tmp_path / "shader_params.h"
     r = subprocess.run([sys.executable, GEN, "--src-dir", str(src), "--params-header", str(out)],
                        capture_output=True, text=True)
@@ -72,6 +72,34 @@ def test_params_header_mirrors_the_block(tmp_path):
     if cxx:  # the layout assertions hold for the compiler at hand
         c = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", str(out)], capture_output=True, text=True)
         assert c.returncode == 0, c.stderr
+
+
+def test_params_header_reads_a_shaders_own_block(tmp_path):
+    """A block only one shader uses stays in that shader."""
+    r, out = _params_header(tmp_path, PARAMS_HEADER + "void main() {}\n", file="demo.glsl")
+    assert r.returncode == 0, r.stderr
+    assert "// glsl/demo.glsl\nstruct DemoParams {" in out.read_text()
+
+
+def test_params_header_ivec4_arrays_as_int_arrays(tmp_path):
+    """An ivec4 array at a multiple of 16 bytes is an int32_t array of 4 per element; the
+    next member follows it, as std140 places them."""
+    r, out = _params_header(tmp_path, PARAMS_HEADER.replace("int M, N;  // sizes", "ivec4 sizes[2];\n  ivec4 one;\n  int M, N;"))
+    assert r.returncode == 0, r.stderr
+    h = out.read_text()
+    assert "  int32_t sizes[8];\n  int32_t one[4];\n  int32_t M, N;" in h
+    assert "static_assert(offsetof(DemoParams, M) == 48);" in h
+    assert "static_assert(sizeof(DemoParams) == 64" in h
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx:
+        c = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-x", "c++", str(out)], capture_output=True, text=True)
+        assert c.returncode == 0, c.stderr
+
+
+def test_params_header_refuses_an_ivec4_array_std140_pads(tmp_path):
+    r, _ = _params_header(tmp_path, PARAMS_HEADER.replace("float alpha;", "ivec4 sizes[2];"))
+    assert r.returncode != 0
+    assert "must start at a multiple of 16 bytes (it starts at 8" in r.stderr
 
 
 @pytest.mark.parametrize("member", ["vec4 bounds;", "int sizes[4];"])

@@ -46,6 +46,17 @@ def test_readme_table_is_the_settings_table():
     assert block == render(rt.settings_table()), "README's settings table is stale: python3 tests/test_settings.py"
 
 
+def test_tile_settings_accept_the_variant_tables_names():
+    """The tile settings' values are the variant tables' names (glsl/*_variants.py), in order."""
+    from kernel_check import variant_table
+    conv, coopmm = variant_table("conv_variants"), variant_table("coopmm_variants")
+    values = {s["name"]: s["values"] for s in rt.settings_table() if s["type"] == "choice"}
+    assert values["VKDELEGATE_CONV_GEMM"] == list(conv.GEMM)
+    assert values["VKDELEGATE_COOPCONV_TILE"] == list(conv.COOP)
+    assert values["VKDELEGATE_TILED_CONV"] == ["0", "1"] + list(conv.TILED)
+    assert values["VKDELEGATE_COOPMM_TILE"] == list(coopmm.VARIANTS)
+
+
 def test_every_variable_named_is_in_the_table():
     """The runtime's C++ and the README name no VKDELEGATE_ variable the table lacks,
     and no C++ file but settings.cpp reads the environment for one."""

@@ -18,7 +18,7 @@ from torch import nn
 import vkdelegate.runtime as rt
 from helpers import cpu_ops, delegate_calls, lower
 from helpers import delegate_blob
-from kernel_check import chosen_shaders, lower_once, run_forcing
+from kernel_check import chosen_shaders, lower_once, run_forcing, variant_table
 from op_samples import ConvClamp
 
 inf = float("inf")
@@ -88,7 +88,7 @@ def _run(name, **settings):
     return _conv_shaders(run.shaders), run.outputs[0], ref
 
 
-@pytest.mark.parametrize("variant", ["c32", "c64", "c128"])
+@pytest.mark.parametrize("variant", list(variant_table("conv_variants").TILED))
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xdist_group(f"tiled_conv-{name}"))
                                   for name in sorted(CASES)])
 def test_tiled_conv_matches_eager(name, variant):

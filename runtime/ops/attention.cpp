@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "op_utils.h"
+#include "shader_params.h"  // SdpaParams, RmsNormParams: glsl/sdpa.glsl, rms_norm.glsl
 
 namespace vkd {
 
@@ -11,14 +12,6 @@ namespace {
 
 constexpr LocalSize kRowLocal{64, 1, 1};
 constexpr int64_t kMaxHeadDim = 256;  // sdpa.glsl: MAX_E, and 4 accumulators per invocation
-
-struct SdpaParams {
-  int32_t lead_sizes[8];
-  int32_t mask_strides[8];
-  int32_t rows, L, S, E, Ev, lead_rank, heads, group, causal;
-  float scale;
-  int32_t mask_stride_l, mask_stride_s;
-};
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 //                              is_causal=False, *, scale=None, enable_gqa=False)
@@ -103,11 +96,6 @@ void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
     node.set_groups_1d(p.rows, 1);  // one workgroup per query row
   });
 }
-
-struct RmsNormParams {
-  int32_t rows, D, has_weight;
-  float eps;
-};
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
 void add_rms_norm(ComputeGraph& g, const std::vector<int>& a) {

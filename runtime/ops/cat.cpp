@@ -1,13 +1,11 @@
 // aten.cat: one copy node per input, each writing its slice of the output.
 #include "op_utils.h"
+#include "shader_params.h"  // CatParams: glsl/cat.glsl
 
 namespace vkd {
 
 namespace {
 
-struct CatParams {
-  int32_t numel, inner, in_dim, out_dim, offset, pad[3];
-};
 
 // The output sizes of cat(tensors, dim) from the current input sizes. Like
 // torch, 1-D empty tensors ([0]) are skipped whatever the rank of the others.

@@ -3,71 +3,80 @@
 #include "conv_choice.h"
 
 #include <algorithm>
-#include <cstring>
+#include <iterator>
 
+#include "conv_variants.h"  // generated from glsl/conv_variants.py
 #include "matmul_choice.h"  // coopmat_f16_base
-#include "op_utils.h"       // kLocal1D
+#include "op_utils.h"       // kLocal1D, variant_named
 
 namespace vkd {
 
 namespace {
 
 
-// The implicit-GEMM kernel: 16 x 16 invocations, each 4 x 4 outputs; used when
-// a group has enough output channels to fill most of a 64-channel tile.
-constexpr LocalSize kGemmLocal{16, 16, 1};
-constexpr int64_t kGemmTile = 64;
-constexpr int64_t kGemmMinChannels = 16;
-// Its split-K variant: 32-channel x 16-pixel tiles, 8 slices of K (local
-// (TNT, TMT, SLICES) of conv2d_gemm_sk), for convolutions whose 64 x 64 tiles
-// would leave a large GPU mostly idle (batch 1, small images, deep layers).
-constexpr LocalSize kGemmSkLocal{4, 8, 8};
-constexpr int64_t kGemmSkTileOC = 32;
-constexpr int64_t kGemmSkTilePix = 16;
-constexpr int64_t kGemmSkBelowTiles = 256;
-// Fewer still (deep layers at batch 1): 16 x 16 tiles, 16 slices of K.
-constexpr LocalSize kGemmSk16Local{4, 4, 16};
-constexpr int64_t kGemmSk16Tile = 16;
-constexpr int64_t kGemmSk16BelowTiles = 96;
-
-// The GEMM variants: name, local size (TNT, TMT, SLICES), channel and pixel tile,
-// shared memory (floats: max(SLICES * BK * (TM + TN), (SLICES - 1) * TM * TN)).
+// The implicit-GEMM kernel (conv2d_gemm.glsl) and its split-K variants, whose SLICES
+// groups of invocations (local z) walk interleaved K steps of one smaller tile:
+// the tiles of glsl/conv_variants.py (which says what they are), through the
+// generated header. gemm (64 x 64) is used when a group has enough output channels to
+// fill most of its tile; sk (32 x 16, 8 slices) and sk16 (16 x 16, 16 slices) for
+// convolutions whose 64 x 64 tiles would leave a large GPU mostly idle (batch 1, small
+// images, deep layers).
 struct GemmVariant {
-  const char* name;
-  LocalSize local;
-  int64_t tile_oc, tile_pix;
-  uint32_t shared_floats;
+  const char* name;    // as CONV_GEMM names it
+  const char* shader;  // without the dtype suffix
+  uint32_t tmt, tnt, slices, bk;
+  LocalSize local() const { return {tnt, tmt, slices}; }
+  int64_t tile_oc() const { return 4 * tmt; }
+  int64_t tile_pix() const { return 4 * tnt; }
+  // max(SLICES * BK * (TM + TN), (SLICES - 1) * TM * TN), as conv2d_gemm.glsl sizes smem
+  uint32_t shared_floats() const {
+    return std::max(slices * bk * 4 * (tmt + tnt), (slices - 1) * 16 * tmt * tnt);
+  }
 };
-constexpr GemmVariant kGemm{"conv2d_gemm", kGemmLocal, kGemmTile, kGemmTile, 16 * 128};
-constexpr GemmVariant kGemmSk{"conv2d_gemm_sk", kGemmSkLocal, kGemmSkTileOC, kGemmSkTilePix, 7 * 32 * 16};
-constexpr GemmVariant kGemmSk16{"conv2d_gemm_sk16", kGemmSk16Local, kGemmSk16Tile, kGemmSk16Tile, 16 * 8 * 32};
+constexpr GemmVariant kGemmVariants[] = {VKD_CONV_GEMM_VARIANT_ROWS};
+constexpr const GemmVariant& kGemm = variant_named(kGemmVariants, "gemm");
+constexpr const GemmVariant& kGemmSk = variant_named(kGemmVariants, "sk");
+constexpr const GemmVariant& kGemmSk16 = variant_named(kGemmVariants, "sk16");
+constexpr int64_t kGemmMinChannels = 16;
+constexpr int64_t kGemmSkBelowTiles = 256;
+constexpr int64_t kGemmSk16BelowTiles = 96;
 
 // The setting CONV_GEMM forces one variant on every convolution that takes the GEMM
 // kernels (tests, sweeps); null if unset.
 const GemmVariant* forced_gemm_variant(const Settings& s) {
   const std::string& v = s.conv_gemm;
   if (v.empty()) return nullptr;
-  for (const GemmVariant* gv : {&kGemm, &kGemmSk, &kGemmSk16}) {
-    const char* short_name = gv == &kGemm ? "gemm" : gv->name + std::strlen("conv2d_gemm_");
-    if (v == short_name) return gv;
+  for (const GemmVariant& gv : kGemmVariants) {
+    if (v == gv.name) return &gv;
   }
   throw GraphError("VKDELEGATE_CONV_GEMM=" + v + " has no conv2d_gemm variant");
 }
 
-// The cooperative-matrix implicit GEMM (conv2d_coop.glslh) for
-// float16 storage. Tiles (channels x pixels) and the local size of each variant:
-// l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32 (8 warps, 2 slices of
-// K), s 16 x 16 (8 warps, 8 slices of K; only when forced, see the split below).
+// The cooperative-matrix implicit GEMM (conv2d_coop.glslh) for float16 storage: the
+// tiles of glsl/conv_variants.py. l 64 x 64 (4 warps, 2x2 accumulators each), m 32 x 32
+// (8 warps, 2 slices of K), s 16 x 16 (8 warps, 8 slices of K; only when forced, see
+// the split below).
 struct CoopVariant {
   const char* name;
-  int64_t tile;  // BM = BN
-  uint32_t invocations;
-  uint32_t shared_bytes;
-  int64_t kc;  // K per stage (KSUB * 16)
+  uint32_t wm, wn, s, fm, fn, ksub;
+  int64_t tile() const { return wm * fm * 16; }  // BM = BN
+  uint32_t invocations() const { return wm * wn * s * 32; }
+  int64_t kc() const { return ksub * 16; }  // K per stage
+  // sh_a [BM][KC + 8] and sh_b [KC][BN + 8] halves, sh_c [S][BM][BN] floats
+  uint32_t shared_bytes() const {
+    const uint32_t bm = wm * fm * 16, bn = wn * fn * 16, kc = ksub * 16;
+    return bm * (kc + 8) * 2 + kc * (bn + 8) * 2 + s * bm * bn * 4;
+  }
 };
-constexpr CoopVariant kCoopL{"l", 64, 128, 64 * 40 * 2 + 32 * 72 * 2 + 64 * 64 * 4, 32};
-constexpr CoopVariant kCoopM{"m", 32, 256, 32 * 40 * 2 + 32 * 40 * 2 + 2 * 32 * 32 * 4, 32};
-constexpr CoopVariant kCoopS{"s", 16, 256, 16 * 136 * 2 + 128 * 24 * 2 + 8 * 16 * 16 * 4, 128};
+constexpr CoopVariant kCoopVariants[] = {VKD_COOPCONV_VARIANT_ROWS};
+constexpr const CoopVariant& kCoopL = variant_named(kCoopVariants, "l");
+constexpr const CoopVariant& kCoopM = variant_named(kCoopVariants, "m");
+constexpr bool coop_tiles_square(size_t i = 0) {
+  return i == std::size(kCoopVariants) ||
+         (kCoopVariants[i].wm * kCoopVariants[i].fm == kCoopVariants[i].wn * kCoopVariants[i].fn &&
+          coop_tiles_square(i + 1));
+}
+static_assert(coop_tiles_square(), "conv2d_coop tiles are square (BM = BN)");
 constexpr int64_t kCoopLFromTiles = 256;  // l once its tiles alone fill the GPU
 constexpr int64_t kCoopMFromTiles = 128;
 // Split-K over workgroups (the _sk variants, then conv2d_splitk_reduce.glsl) for
@@ -80,17 +89,17 @@ constexpr int64_t kCoopSplitMinStages = 4;
 constexpr int64_t kCoopSplitMaxSplits = 16;
 
 // The float32 implicit GEMM on matmul_tiled's register blocking
-// (conv2d_tiled.glsl), groups 1: TC channels x 128 pixels per workgroup of
-// (16, TC / 8) invocations, pixels over the whole batch.
+// (conv2d_tiled.glsl), groups 1: 8y channels x 8x pixels per workgroup of (x, y)
+// invocations, pixels over the whole batch; the tiles of glsl/conv_variants.py.
 struct TiledConvVariant {
   const char* name;
-  uint32_t x, y;  // local size; the tile is 8y channels x 8x pixels
+  uint32_t x, y;  // local size
 };
 // c128 measured slower than c64 everywhere (kept to compare).
-constexpr TiledConvVariant kTiledConvC32{"c32", 16, 4};
-constexpr TiledConvVariant kTiledConvC64{"c64", 16, 8};
-constexpr TiledConvVariant kTiledConvC128{"c128", 16, 16};
-constexpr int64_t kTiledConvBK = 8;  // BK of conv2d_tiled.glsl: input channels per K step
+constexpr TiledConvVariant kTiledConvVariants[] = {VKD_TILED_CONV_VARIANT_ROWS};
+constexpr const TiledConvVariant& kTiledConvC32 = variant_named(kTiledConvVariants, "c32");
+constexpr const TiledConvVariant& kTiledConvC64 = variant_named(kTiledConvVariants, "c64");
+constexpr int64_t kTiledConvBK = VKD_TILED_CONV_BK;  // input channels per K step
 // c64, or c32 where c64 computes over 15% more padded channels, or where only c32
 // gives kTiledConvFullGroups workgroups (about two per SM of a large GPU).
 constexpr int64_t kTiledConvFullGroups = 256;
@@ -109,7 +118,7 @@ constexpr int64_t kTiledConvMinK = 64;
 // The setting COOPCONV_SPLITK forces a count (1: no split), within the limits below.
 int64_t coop_conv_splits(const DeviceInfo& device, const Settings& s, const CoopVariant& v, int64_t tiles, int64_t K, int64_t outputs,
                          int64_t z_groups) {
-  const int64_t stages = (K + v.kc - 1) / v.kc;
+  const int64_t stages = (K + v.kc() - 1) / v.kc();
   tiles = std::max<int64_t>(tiles, 1);  // an input too small for the kernel fails at its update
   int64_t splits = tiles >= kCoopMFromTiles ? 1
                                             : std::min({(kCoopSplitTargetGroups + tiles - 1) / tiles,
@@ -144,8 +153,8 @@ const TiledConvVariant* tiled_conv_variant(const Settings& s, DType dtype, bool 
   const bool forced = !force.empty() && force != "0";
   if (forced && force != "1") {
     v = nullptr;
-    for (const TiledConvVariant* c : {&kTiledConvC32, &kTiledConvC64, &kTiledConvC128}) {
-      if (force == c->name) v = c;
+    for (const TiledConvVariant& c : kTiledConvVariants) {
+      if (force == c.name) v = &c;
     }
     if (v == nullptr) throw GraphError("VKDELEGATE_TILED_CONV=" + force + " has no conv2d_tiled variant");
   }
@@ -183,46 +192,46 @@ ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Set
     if (!base.empty()) {
       const int64_t npix = p.out_pixels;
       const auto tiles = [&](const CoopVariant& v) {
-        return p.batch * p.groups * ((npix + v.tile - 1) / v.tile) * ((p.ocpg + v.tile - 1) / v.tile);
+        return p.batch * p.groups * ((npix + v.tile() - 1) / v.tile()) * ((p.ocpg + v.tile() - 1) / v.tile());
       };
       const uint32_t smem = device.max_shared_memory;
       // l where its tiles fill the GPU, else m (split over K where its tiles are few).
-      const CoopVariant* coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes ? &kCoopL : &kCoopM;
+      const CoopVariant* coop = tiles(kCoopL) >= kCoopLFromTiles && smem >= kCoopL.shared_bytes() ? &kCoopL : &kCoopM;
       if (!s.coopconv_tile.empty()) {
-        for (const CoopVariant* v : {&kCoopL, &kCoopM, &kCoopS}) {
-          if (s.coopconv_tile == v->name) coop = v;
+        for (const CoopVariant& v : kCoopVariants) {
+          if (s.coopconv_tile == v.name) coop = &v;
         }
       }
       const int64_t splits = coop_conv_splits(device, s, *coop, tiles(*coop), p.icpg * p.kernel_taps,
                                               p.batch * p.groups * p.ocpg * npix, p.batch * p.groups);
       const std::string shader = base + "_" + coop->name + (splits > 1 ? "_sk" : "") + "_f16";
-      if (find_shader(shader) != nullptr && smem >= coop->shared_bytes) {
+      if (find_shader(shader) != nullptr && smem >= coop->shared_bytes()) {
         c.kernel = ConvKernel::Coop;
         c.shader = shader;
-        c.local = {coop->invocations, 1, 1};
-        c.tile_m = c.tile_n = coop->tile;
+        c.local = {coop->invocations(), 1, 1};
+        c.tile_m = c.tile_n = coop->tile();
         c.splits = splits;
-        c.kc = coop->kc;
+        c.kc = coop->kc();
         return c;
       }
     }
   }
   if (gemm) {
     const auto tiles = [&](const GemmVariant& v) {
-      return p.batch * p.groups * ((p.out_pixels + v.tile_pix - 1) / v.tile_pix) *
-             ((p.ocpg + v.tile_oc - 1) / v.tile_oc);
+      return p.batch * p.groups * ((p.out_pixels + v.tile_pix() - 1) / v.tile_pix()) *
+             ((p.ocpg + v.tile_oc() - 1) / v.tile_oc());
     };
     const GemmVariant* gv =
         tiles(kGemm) >= kGemmSkBelowTiles ? &kGemm : tiles(kGemmSk) >= kGemmSk16BelowTiles ? &kGemmSk : &kGemmSk16;
     if (const GemmVariant* forced = forced_gemm_variant(s)) gv = forced;
-    if (gv->shared_floats * 4 > device.max_shared_memory ||
-        gv->local[0] * gv->local[1] * gv->local[2] > device.max_workgroup_invocations) {
+    if (gv->shared_floats() * 4 > device.max_shared_memory ||
+        gv->tmt * gv->tnt * gv->slices > device.max_workgroup_invocations) {
       gv = &kGemmSk16;  // 16 KB and 256 invocations: within every device's limits we run on
     }
     c.kernel = ConvKernel::Gemm;
-    c.shader = gv->name;
-    c.local = gv->local;
-    c.tile_m = gv->tile_oc, c.tile_n = gv->tile_pix;
+    c.shader = gv->shader;
+    c.local = gv->local();
+    c.tile_m = gv->tile_oc(), c.tile_n = gv->tile_pix();
     return c;
   }
   c.kernel = p.transposed ? ConvKernel::Transposed : depthwise ? ConvKernel::Depthwise : ConvKernel::Direct;

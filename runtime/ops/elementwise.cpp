@@ -5,6 +5,8 @@
 #include <variant>
 
 #include "op_utils.h"
+#include "shader_params.h"  // UnaryParams, ScalarParams, WhereParams, BinaryParams, CompareParams:
+                            // glsl/unary, binary_scalar, where, binary, compare.glsl
 
 namespace vkd {
 
@@ -41,33 +43,21 @@ int32_t int_scalar(ComputeGraph& g, int id) {
   return static_cast<int32_t>(x);
 }
 
-struct BroadcastParams {
-  int32_t out_sizes[8];
-  int32_t a_strides[8];
-  int32_t b_strides[8];
-  int32_t numel;
-  int32_t rank;
-};
-
-BroadcastParams broadcast_params(ComputeGraph& g, int a, int b, int out) {
+// Sets out's sizes (a and b broadcast) and the broadcast fields binary.glsl and
+// compare.glsl share (BinaryParams, CompareParams).
+template <typename Params>
+void fill_broadcast(ComputeGraph& g, int a, int b, int out, Params& p) {
   const Tensor& ta = g.tensor(a);
   const Tensor& tb = g.tensor(b);
   Tensor& to = g.tensor(out);
   to.sizes = broadcast_sizes(g, ta.sizes, tb.sizes);
-  BroadcastParams p{};
   pack8(p.out_sizes, to.sizes);
   pack8(p.a_strides, broadcast_strides(ta, to.sizes));
   pack8(p.b_strides, broadcast_strides(tb, to.sizes));
   p.numel = static_cast<int32_t>(to.numel());
   p.rank = static_cast<int32_t>(to.dim());
-  return p;
+  p.same_shape = ta.sizes == to.sizes && tb.sizes == to.sizes;
 }
-
-struct BinaryParams {
-  BroadcastParams b;
-  float alpha;
-  int32_t same_shape;
-};
 
 // Same-shape operands: binary.glsl does kBinaryElems 4-vectors per invocation.
 constexpr LocalSize kBinaryLocal{256, 1, 1};
@@ -80,22 +70,14 @@ void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shade
   require_types(g, out, types);
   g.add_node(g.current_op(), variant(g, shader, out), kBinaryLocal, {out, a, b},
              [a, b, out, alpha](ComputeGraph& g, Node& node) {
-               BinaryParams p{broadcast_params(g, a, b, out), alpha, 0};
-               const Sizes& so = g.tensor(out).sizes;
-               p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
+               BinaryParams p{};
+               fill_broadcast(g, a, b, out, p);
+               p.alpha = alpha;
                node.set_params(p);
                const int64_t n = g.tensor(out).numel();
                node.set_groups_1d(p.same_shape ? std::max<int64_t>((n / 4 + kBinaryElems - 1) / kBinaryElems, 1) : n, kBinaryLocal[0]);
              });
 }
-
-struct CompareParams {
-  BroadcastParams b;
-  int32_t same_shape;
-  int32_t int_scalar;
-  float scalar;
-  int32_t pad;
-};
 
 // a OP b -> bool out; a and b of one dtype.
 void add_compare(ComputeGraph& g, int a, int b, int out, const std::string& shader) {
@@ -104,9 +86,8 @@ void add_compare(ComputeGraph& g, int a, int b, int out, const std::string& shad
   if (g.tensor(out).dtype != DType::Bool) g.fail("the output must be bool");
   g.add_node(g.current_op(), variant(g, shader, a), kLocal1D, {out, a, b},
              [a, b, out](ComputeGraph& g, Node& node) {
-               CompareParams p{broadcast_params(g, a, b, out), 0, 0, 0.0f, 0};
-               const Sizes& so = g.tensor(out).sizes;
-               p.same_shape = g.tensor(a).sizes == so && g.tensor(b).sizes == so;
+               CompareParams p{};
+               fill_broadcast(g, a, b, out, p);
                node.set_params(p);
                node.set_groups_1d(g.tensor(out).numel(), kLocal1D[0]);
              });
@@ -128,19 +109,11 @@ void add_compare_scalar(ComputeGraph& g, int a, int scalar_id, int out, const st
                Tensor& to = g.tensor(out);
                to.sizes = g.tensor(a).sizes;
                CompareParams p = base;
-               p.b.numel = static_cast<int32_t>(to.numel());
+               p.numel = static_cast<int32_t>(to.numel());
                node.set_params(p);
                node.set_groups_1d(to.numel(), kLocal1D[0]);
              });
 }
-
-struct WhereParams {
-  int32_t out_sizes[8];
-  int32_t cond_strides[8];
-  int32_t a_strides[8];
-  int32_t b_strides[8];
-  int32_t numel, rank, pad0, pad1;
-};
 
 // where.self(condition, self, other)
 void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
@@ -166,11 +139,6 @@ void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
              });
 }
 
-struct UnaryParams {
-  int32_t numel;
-  float a, b, c;
-  int32_t int_min, int_max, pad0, pad1;
-};
 
 UnaryParams unary_params(float a = 0, float b = 0, float c = 0) {
   return UnaryParams{0, a, b, c, std::numeric_limits<int32_t>::min(),
@@ -192,12 +160,6 @@ void add_unary(ComputeGraph& g, int in, int out, const std::string& shader, Type
              });
 }
 
-struct ScalarParams {
-  int32_t numel;
-  float scalar;
-  float alpha;
-  int32_t int_scalar;
-};
 
 // tensor OP scalar -> out of the tensor's dtype.
 void add_binary_scalar(ComputeGraph& g, int in, int scalar_id, int out, const std::string& shader,

@@ -1,15 +1,11 @@
 // et_vk.vkd_linear_gguf: linear on raw GGUF blocks (Q4_0, Q8_0, Q4_K, Q6_K),
 // one shader variant per block layout (glsl/gguf_linear.glsl).
 #include "op_utils.h"
+#include "shader_params.h"  // GGUFLinearParams: glsl/gguf_linear.glsl
 
 namespace vkd {
 
 namespace {
-
-struct GGUFLinearParams {
-  int32_t M, N, K, chunks;
-  int32_t blocks_per_row, has_bias, gemv, pad0;
-};
 
 struct BlockFormat {
   int64_t ggml_type;

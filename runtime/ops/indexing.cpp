@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "op_utils.h"
+#include "shader_params.h"  // IndexGatherParams, FillParams, PadRepeatParams: glsl/index_gather, fill, pad_repeat.glsl
 
 namespace vkd {
 
@@ -31,18 +32,9 @@ struct IndexPlan {
 };
 using PlanFn = std::function<IndexPlan(ComputeGraph&)>;
 
-struct IndexGatherParams {
-  int32_t out_sizes[8];
-  int32_t in_strides[8];
-  int32_t idx_strides[kMaxIndexTensors][8];
-  int32_t sel_strides[kMaxIndexTensors];
-  int32_t sel_sizes[kMaxIndexTensors];
-  int32_t numel, rank;
-  // Rows [window_begin, window_begin + window_rows) of the dim index tensor 0
-  // selects along are bound (window_rows 0: all of `in`); outputs whose index
-  // falls outside are left to the other windows' dispatches.
-  int32_t window_begin, window_rows;
-};
+// index_gather.glsl's block holds kMaxIndexTensors index tensors.
+static_assert(sizeof(IndexGatherParams::sel_strides) == 4 * kMaxIndexTensors &&
+              sizeof(IndexGatherParams::idx_strides) == 4 * 8 * kMaxIndexTensors);
 
 void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan,
                       int64_t window_begin = 0, int64_t window_rows = 0) {
@@ -68,7 +60,7 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
     pack8(p.out_sizes, pl.out_sizes);
     pack8(p.in_strides, pl.in_strides);
     for (size_t k = 0; k < pl.idx_strides.size(); ++k) {
-      pack8(p.idx_strides[k], pl.idx_strides[k]);
+      pack8(p.idx_strides + 8 * k, pl.idx_strides[k]);
       p.sel_strides[k] = static_cast<int32_t>(pl.sel_strides[k]);
       p.sel_sizes[k] = static_cast<int32_t>(pl.sel_sizes[k]);
     }
@@ -249,15 +241,6 @@ void add_index_tensor(ComputeGraph& g, const std::vector<int>& a) {
   });
 }
 
-struct PadRepeatParams {
-  int32_t out_sizes[8];
-  int32_t in_sizes[8];
-  int32_t before[8];
-  int32_t numel, rank;
-  float fvalue;
-  int32_t ivalue;
-};
-
 // Converts a fill value for the output's storage.
 int32_t int_fill(ComputeGraph& g, double v) {
   if (!(std::fabs(v) < 2147483648.0)) g.fail("fill value " + std::to_string(v) + " does not fit in int32");
@@ -363,12 +346,6 @@ void add_roll(ComputeGraph& g, const std::vector<int>& a) {
              });
 }
 
-struct FillParams {
-  float fstart, fstep;
-  int32_t istart, istep, numel;
-  int32_t pad[3];
-};
-
 // out[i] = start + i * step, with sizes from `sizes_of` (run at every update).
 void add_fill(ComputeGraph& g, int out, double start, double step, std::function<Sizes(ComputeGraph&)> sizes_of) {
   const bool is_float = is_float_dtype(g.tensor(out).dtype);
@@ -385,7 +362,7 @@ void add_fill(ComputeGraph& g, int out, double start, double step, std::function
     Tensor& o = g.tensor(out);
     o.sizes = sizes_of(g);
     node.set_params(FillParams{static_cast<float>(start), static_cast<float>(step), istart, istep,
-                               static_cast<int32_t>(o.numel()), {0, 0, 0}});
+                               static_cast<int32_t>(o.numel()), 0, 0, 0});
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iterator>
 
+#include "op_utils.h"  // variant_named
+
 namespace vkd {
 
 namespace {
@@ -153,19 +155,14 @@ struct CoopMmVariant {
 // The tiles of glsl/coopmm_variants.py (which says what they are), through the generated header.
 constexpr CoopMmVariant kCoopMmVariants[] = {VKD_COOPMM_VARIANT_ROWS};
 
-constexpr bool same_name(const char* a, const char* b) { return *a == *b && (*a == 0 || same_name(a + 1, b + 1)); }
-constexpr const CoopMmVariant& coop_mm_variant_named(const char* name, size_t i = 0) {
-  // Past the end does not compile in a constant expression: a name the table lacks is a build error.
-  return same_name(kCoopMmVariants[i].name, name) ? kCoopMmVariants[i] : coop_mm_variant_named(name, i + 1);
-}
 // The default (the H100 sweeps): w once its 128 x 256 tiles alone give
 // kCoopMmWFromGroups workgroups, w2 from kCoopMmW2FromGroups, else l64; l1 and m where
 // their shared memory is all that fits (lavapipe's 32 KiB). The c2_ variants only forced.
-constexpr const CoopMmVariant& kCoopMmL1 = coop_mm_variant_named("l1");
-constexpr const CoopMmVariant& kCoopMmW = coop_mm_variant_named("w");
-constexpr const CoopMmVariant& kCoopMmL64 = coop_mm_variant_named("l64");
-constexpr const CoopMmVariant& kCoopMmM = coop_mm_variant_named("m");
-constexpr const CoopMmVariant& kCoopMmW2 = coop_mm_variant_named("w2");
+constexpr const CoopMmVariant& kCoopMmL1 = variant_named(kCoopMmVariants, "l1");
+constexpr const CoopMmVariant& kCoopMmW = variant_named(kCoopMmVariants, "w");
+constexpr const CoopMmVariant& kCoopMmL64 = variant_named(kCoopMmVariants, "l64");
+constexpr const CoopMmVariant& kCoopMmM = variant_named(kCoopMmVariants, "m");
+constexpr const CoopMmVariant& kCoopMmW2 = variant_named(kCoopMmVariants, "w2");
 constexpr int64_t kCoopMmWFromGroups = 256;
 constexpr int64_t kCoopMmW2FromGroups = 96;
 

@@ -1,15 +1,10 @@
 // Normalizations: native_layer_norm, batch norm in inference, native_group_norm.
 #include "op_utils.h"
+#include "shader_params.h"  // LayerNormParams, BatchNormParams, GroupNormParams: glsl/*_norm.glsl
 
 namespace vkd {
 
 namespace {
-
-struct LayerNormParams {
-  int32_t rows, D, has_weight, has_bias;
-  float eps;
-  int32_t pad[3];
-};
 
 constexpr LocalSize kNormLocal{64, 1, 1};
 // Rows of kLongRow or more: 256 invocations, each keeping up to 16 values in
@@ -48,17 +43,11 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
                g.tensor(rstd).sizes = stat;
                const int64_t rows = D == 0 ? 0 : x.numel() / D;
                node.set_params(LayerNormParams{static_cast<int32_t>(rows), static_cast<int32_t>(D),
-                                               weight >= 0, bias >= 0, eps, {0, 0, 0}});
+                                               weight >= 0, bias >= 0, eps, 0, 0, 0});
                node.set_groups_1d(rows, 1);  // one workgroup per row
              });
 }
 
-
-struct BatchNormParams {
-  int32_t numel, C, inner, has_weight, has_bias;
-  float eps;
-  int32_t pad[2];
-};
 
 // _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
 //                                      momentum, eps) -> (out, save_mean, save_rstd)
@@ -85,15 +74,10 @@ void add_batch_norm(ComputeGraph& g, const std::vector<int>& a) {
                int64_t inner = 1;
                for (int64_t d = 2; d < x.dim(); ++d) inner *= x.sizes[d];
                node.set_params(BatchNormParams{static_cast<int32_t>(x.numel()), static_cast<int32_t>(C),
-                                               static_cast<int32_t>(inner), weight >= 0, bias >= 0, eps, {0, 0}});
+                                               static_cast<int32_t>(inner), weight >= 0, bias >= 0, eps, 0, 0});
                node.set_groups_1d(x.numel(), kLocal1D[0]);
              });
 }
-
-struct GroupNormParams {
-  int32_t rows, D, HxW, cpg, groups, has_weight, has_bias;
-  float eps;
-};
 
 // native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd)
 void add_group_norm(ComputeGraph& g, const std::vector<int>& a) {

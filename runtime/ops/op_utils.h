@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -11,6 +12,14 @@
 namespace vkd {
 
 constexpr LocalSize kLocal1D{64, 1, 1};
+
+constexpr bool same_name(const char* a, const char* b) { return *a == *b && (*a == 0 || same_name(a + 1, b + 1)); }
+// The row of a variant table (glsl/*_variants.py, through its generated header) named `name`.
+// Past the end does not compile in a constant expression: a name the table lacks is a build error.
+template <typename Variant, size_t N>
+constexpr const Variant& variant_named(const Variant (&table)[N], const char* name, size_t i = 0) {
+  return same_name(table[i].name, name) ? table[i] : variant_named(table, name, i + 1);
+}
 
 inline void require_float(ComputeGraph& g, int id) {
   const Tensor& t = g.tensor(id);

@@ -1,17 +1,12 @@
 // 2-D pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, on
 // inputs [C, H, W] or [N, C, H, W].
 #include "op_utils.h"
+#include "shader_params.h"  // PoolParams: glsl/pool2d.glsl
 
 namespace vkd {
 
 namespace {
 
-struct PoolParams {
-  int32_t total, H, W, OH;
-  int32_t OW, KH, KW, stride_h;
-  int32_t stride_w, pad_h, pad_w, dil_h;
-  int32_t dil_w, count_include_pad, divisor_override, pad0;
-};
 
 struct Window {
   int64_t kh, kw, sh, sw, ph, pw, dh = 1, dw = 1;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "op_utils.h"
+#include "shader_params.h"  // Q8taConvertParams, Q8taConvParams, Q8taLinearParams, Q8taAddParams: glsl/q8ta_*.glsl
 
 namespace vkd {
 
@@ -48,12 +49,6 @@ Requant requant_args(ComputeGraph& g, int scale, int zero_point, int out_min, in
   return r;
 }
 
-struct ConvertParams {
-  int32_t numel;
-  float scale, inv_scale;
-  int32_t zero_point, quant_min, quant_max, pad0, pad1;
-};
-
 // quantize_per_tensor(input, scale, zero_point, quant_min, quant_max, dtype) and
 // dequantize_per_tensor(..., dtype, *, out_dtype=None): int8 only.
 void add_convert(ComputeGraph& g, const std::vector<int>& a, bool quantize) {
@@ -65,12 +60,12 @@ void add_convert(ComputeGraph& g, const std::vector<int>& a, bool quantize) {
   const Requant r = requant_args(g, a.at(1), a.at(2), a.at(3), a.at(4));
   require_dtype(g, quantize ? in : out, DType::Float32, quantize ? "the input" : "the output");
   require_dtype(g, quantize ? out : in, DType::Int8, quantize ? "the output" : "the input");
-  ConvertParams base{0, r.scale, inverse(g, a.at(1)), r.zero_point, r.out_min, r.out_max, 0, 0};
+  Q8taConvertParams base{0, r.scale, inverse(g, a.at(1)), r.zero_point, r.out_min, r.out_max, 0, 0};
   g.add_node(g.current_op(), quantize ? "q8ta_quantize" : "q8ta_dequantize", kLocal1D, {out, in},
              [in, out, base](ComputeGraph& g, Node& node) {
                Tensor& o = g.tensor(out);
                o.sizes = g.tensor(in).sizes;
-               ConvertParams p = base;
+               Q8taConvertParams p = base;
                p.numel = static_cast<int32_t>(o.numel());
                node.set_params(p);
                node.set_groups_1d(o.numel(), kLocal1D[0]);
@@ -103,16 +98,6 @@ Weights weight_args(ComputeGraph& g, int weight, int scales, int zeros, int bias
   }
   return w;
 }
-
-struct QConvParams {
-  int32_t N, C, H, W;
-  int32_t OC, OH, OW, KH;
-  int32_t KW, stride_h, stride_w, pad_h;
-  int32_t pad_w, dil_h, dil_w, groups;
-  int32_t icpg, ocpg, has_bias, total;
-  int32_t x_zero_point, out_zero_point, out_min, out_max;
-  float x_scale, inv_out_scale, pad0, pad1;
-};
 
 std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, const char* what) {
   const IntList& v = g.get_int_list(id);
@@ -156,7 +141,7 @@ void add_q8ta_conv2d(ComputeGraph& g, const std::vector<int>& a) {
     if (OH < 1 || OW < 1) g.fail("input " + sizes_str(x.sizes) + " is too small for the kernel");
     Tensor& o = g.tensor(out);
     o.sizes = {N, OC, OH, OW};
-    QConvParams p{};
+    Q8taConvParams p{};
     p.N = N, p.C = C, p.H = H, p.W = W;
     p.OC = OC, p.OH = OH, p.OW = OW, p.KH = KH;
     p.KW = KW, p.stride_h = sh, p.stride_w = sw, p.pad_h = ph;
@@ -169,12 +154,6 @@ void add_q8ta_conv2d(ComputeGraph& g, const std::vector<int>& a) {
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }
-
-struct QLinearParams {
-  int32_t K, N, total, has_bias;
-  int32_t x_zero_point, out_zero_point, out_min, out_max;
-  float x_scale, inv_out_scale, pad0, pad1;
-};
 
 // vkd_q8ta_linear(x, x_scale, x_zero_point, weight, weight_scales, weight_zero_points, bias?,
 //                 out_scale, out_zero_point, out_min, out_max)
@@ -198,7 +177,7 @@ void add_q8ta_linear(ComputeGraph& g, const std::vector<int>& a) {
     Tensor& o = g.tensor(out);
     o.sizes = x.sizes;
     o.sizes.back() = N;
-    QLinearParams p{};
+    Q8taLinearParams p{};
     p.K = K, p.N = N, p.total = static_cast<int32_t>(o.numel()), p.has_bias = w.bias >= 0;
     p.x_zero_point = x_zero_point, p.out_zero_point = r.zero_point, p.out_min = r.out_min, p.out_max = r.out_max;
     p.x_scale = x_scale, p.inv_out_scale = inv_out;
@@ -207,21 +186,12 @@ void add_q8ta_linear(ComputeGraph& g, const std::vector<int>& a) {
   });
 }
 
-struct QAddParams {
-  int32_t out_sizes[8];
-  int32_t a_strides[8];
-  int32_t b_strides[8];
-  int32_t numel, rank, a_zero_point, b_zero_point;
-  float a_scale, b_scale, inv_out_scale, pad0;
-  int32_t out_zero_point, out_min, out_max, same_shape;
-};
-
 // vkd_q8ta_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, out_scale, out_zero_point, out_min, out_max)
 void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
   if (a.size() != 11) g.fail("expected 10 arguments and 1 output");
   const int ta = a[0], tb = a[3], out = a[10];
   for (int id : {ta, tb, out}) require_dtype(g, id, DType::Int8, "operands and output");
-  QAddParams base{};
+  Q8taAddParams base{};
   base.a_scale = scale_arg(g, a[1]), base.a_zero_point = int8_arg(g, a[2], "zero point");
   base.b_scale = scale_arg(g, a[4]), base.b_zero_point = int8_arg(g, a[5], "zero point");
   const Requant r = requant_args(g, a[6], a[7], a[8], a[9]);
@@ -233,7 +203,7 @@ void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
     Tensor& o = g.tensor(out);
     o.sizes = broadcast_sizes(g, x.sizes, y.sizes);
     if (o.dim() > kMaxRank) g.fail("rank above 8");
-    QAddParams p = base;
+    Q8taAddParams p = base;
     pack8(p.out_sizes, o.sizes);
     pack8(p.a_strides, broadcast_strides(x, o.sizes));
     pack8(p.b_strides, broadcast_strides(y, o.sizes));

@@ -11,25 +11,12 @@
 
 #include "../vk/pipeline.h"
 #include "op_utils.h"
+#include "shader_params.h"  // QLinearParams, QuantizeRowsParams, QEmbeddingParams: glsl/qlinear_params.glslh,
+                            // qlinear_dq8a_quant.glsl, qembedding.glsl
 
 namespace vkd {
 
 namespace {
-
-struct QLinearParams {
-  int32_t M, N, K, words_per_row;
-  int32_t group_size, groups, bits, has_zeros;
-  int32_t has_bias, chunk_in_one_group, xq_stride, pad0;
-};
-
-struct QuantizeRowsParams {
-  int32_t M, K, bits, row_ints;
-};
-
-struct QEmbeddingParams {
-  int32_t numel, dim, rows, words_per_row;
-  int32_t group_size, groups, bits, has_zeros;
-};
 
 // The rows kernels (qlinear_rows.glsl, qlinear_dq8a_dot.glsl) make kRows x kCols
 // outputs per workgroup, its invocations splitting K; the tiled one (weight-only,

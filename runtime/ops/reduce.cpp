@@ -4,25 +4,13 @@
 #include <variant>
 
 #include "op_utils.h"
+#include "shader_params.h"  // ReduceParams: glsl/reduce.glsl
 
 namespace vkd {
 
 namespace {
 
 constexpr LocalSize kReduceLocal{128, 1, 1};
-
-struct ReduceParams {
-  int32_t kept_sizes[8];
-  int32_t kept_strides[8];
-  int32_t red_sizes[8];
-  int32_t red_strides[8];
-  int32_t out_numel;
-  int32_t red_numel;
-  int32_t kept_rank;
-  int32_t red_rank;
-  float divisor;
-  int32_t pad0, pad1, pad2;
-};
 
 // Which dims to reduce: an empty list (or none) means all of them.
 std::vector<bool> reduced_dims(ComputeGraph& g, const IntList& dims, int64_t rank) {

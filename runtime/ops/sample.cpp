@@ -4,16 +4,12 @@
 #include <optional>
 
 #include "op_utils.h"
+#include "shader_params.h"  // UpsampleParams, ShuffleParams, GridSamplerParams: glsl/upsample2d, pixel_shuffle, grid_sampler2d.glsl
 
 namespace vkd {
 
 namespace {
 
-struct UpsampleParams {
-  int32_t total, H, W, OH;
-  int32_t OW, align_corners, pad0, pad1;
-  float scale_h, scale_w, pad2, pad3;
-};
 
 // How to size the output: an explicit size, or scale factors of the input.
 struct Resize {
@@ -77,10 +73,6 @@ void add_upsample(ComputeGraph& g, int in, int out, Resize r, bool bilinear, boo
              });
 }
 
-struct ShuffleParams {
-  int32_t total, OC, OH, OW;
-  int32_t r, pad0, pad1, pad2;
-};
 
 void add_pixel_shuffle(ComputeGraph& g, int in, int out, int64_t r, bool shuffle) {
   require_same_dtype(g, {in, out});
@@ -109,11 +101,6 @@ void add_pixel_shuffle(ComputeGraph& g, int in, int out, int64_t r, bool shuffle
 }
 
 
-struct GridSamplerParams {
-  int32_t total, C, H, W;
-  int32_t OH, OW, nearest, padding_mode;
-  int32_t align_corners, pad0, pad1, pad2;
-};
 
 // grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)
 void add_grid_sampler(ComputeGraph& g, const std::vector<int>& a) {

@@ -1,13 +1,10 @@
 // _softmax and _log_softmax along one dim.
 #include "op_utils.h"
+#include "shader_params.h"  // SoftmaxParams: glsl/softmax.glsl
 
 namespace vkd {
 
 namespace {
-
-struct SoftmaxParams {
-  int32_t rows, D, inner, pad;
-};
 
 // One workgroup per row: 64 invocations, 256 for long rows (softmax.glsl keeps
 // up to 16 elements per invocation in registers).

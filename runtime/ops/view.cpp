@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "op_utils.h"
+#include "shader_params.h"  // ConvertParams, StridedCopyParams: glsl/convert.glsl, strided_copy.glsl
 
 namespace vkd {
 
@@ -59,10 +60,6 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
   if (!order.empty() && static_cast<int64_t>(order.size()) != rank) g.fail("dim order has the wrong rank");
 }
 
-struct ConvertParams {
-  int32_t numel, pad0, pad1, pad2;
-};
-
 // _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
 // shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
 void add_to_copy(ComputeGraph& g, int in, int out) {
@@ -89,12 +86,6 @@ void add_to_copy(ComputeGraph& g, int in, int out) {
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }
-
-struct StridedCopyParams {
-  int32_t out_sizes[8];
-  int32_t in_strides[8];
-  int32_t numel, rank, in_offset, pad;
-};
 
 // How a gather reads its input: output sizes, the input stride of each output
 // dim, and a start offset; computed from the input's current sizes.
