@@ -154,12 +154,22 @@ class Batches:
     parametrize list with each case in its batch's xdist group, so that pytest-xdist
     (--dist loadgroup) sends a batch's cases to one worker."""
 
-    def __init__(self, name: str, compute: Callable[[list], BatchResult]):
+    def __init__(self, name: str, compute: Callable[[list], object]):
         self.name = name
         self.compute = compute
         self.members: Dict[str, list] = {}
         self.key_of: Dict[Tuple[str, str], str] = {}
-        self.results: Dict[str, BatchResult] = {}
+        self.results: Dict[str, object] = {}
+
+    @classmethod
+    def by_entry(cls, name: str, cases: list, compute: Callable[[list], object]) -> "Batches":
+        """Batches of (entry name, case id, module, inputs) cases, each of one entry's cases."""
+        batches, by_entry = cls(name, compute), {}
+        for case in cases:
+            by_entry.setdefault(case[0], []).append(case)
+        for entry_name, entry_cases in by_entry.items():
+            batches.add(entry_name, entry_cases)
+        return batches
 
     def add(self, group: str, cases: list) -> None:
         """cases: (entry name, case id, module, inputs) tuples of one entry."""
@@ -173,7 +183,8 @@ class Batches:
         return [pytest.param(*case, id=f"{case[0]}-{case[1]}", marks=pytest.mark.xdist_group(key))
                 for key, chunk in self.members.items() for case in chunk]
 
-    def result(self, entry_name: str, case_id: str) -> BatchResult:
+    def result(self, entry_name: str, case_id: str):
+        """What `compute` made of the case's batch (computed on first use)."""
         key = self.key_of[(entry_name, case_id)]
         if key not in self.results:
             self.results[key] = self.compute(self.members[key])

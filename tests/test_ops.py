@@ -23,16 +23,6 @@ def _batch(cases):
     return run_batch([(case_id, module, inputs) for _, case_id, module, inputs in cases])
 
 
-def _grouped(cases, name):
-    batches = Batches(name, _batch)
-    by_entry = {}
-    for case in cases:
-        by_entry.setdefault(case[0], []).append(case)
-    for entry_name, entry_cases in by_entry.items():
-        batches.add(entry_name, entry_cases)
-    return batches
-
-
 def _outputs(batches, entry_name, case_id, module, inputs):
     """(outputs, their dtypes) from the case's batch, else from the case lowered alone
     (which must then be one delegate with no CPU op)."""
@@ -47,7 +37,7 @@ def _outputs(batches, entry_name, case_id, module, inputs):
     return run_pte(em.to_executorch().buffer, inputs), dtypes
 
 
-FP32 = _grouped(CASES, "fp32")
+FP32 = Batches.by_entry("fp32", CASES, _batch)
 
 
 @pytest.mark.parametrize("entry_name, case_id, module, inputs", FP32.params())
@@ -110,7 +100,7 @@ def _fp16_cases():
     return cases
 
 
-FP16 = _grouped(_fp16_cases(), "fp16")
+FP16 = Batches.by_entry("fp16", _fp16_cases(), _batch)
 
 
 @pytest.mark.parametrize("entry_name, case_id, module, inputs", FP16.params())

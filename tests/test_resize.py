@@ -7,13 +7,15 @@ The samples of an entry are lowered and run as batches (tests/op_batches.py: one
 program per batch, each sample its own subgraph and its own dynamic dims); a sample
 its batch cannot vouch for is lowered and run alone."""
 import inspect
+from dataclasses import dataclass
+from typing import Dict
 
 import pytest
 import torch
 from torch.export import Dim
 
 from helpers import TOLERANCES, cpu_ops, delegate_calls, load_method, lower
-from op_batches import Batches, run_batch
+from op_batches import BatchResult, Batches, run_batch
 from op_cases import all_cases
 from vkdelegate.op_registry import REGISTRY
 
@@ -73,25 +75,25 @@ def _prepare(entry_name, module, inputs):
     return specs, smaller
 
 
+@dataclass
+class ResizeBatch:
+    runs: BatchResult           # the smaller run, then the export-time run, of the testable samples
+    skipped: Dict[str, str]     # why a sample cannot be resize-tested
+    smaller: Dict[str, list]    # each testable sample's smaller inputs
+
+
 def _batch(cases):
     prepared, skipped = {}, {}
     for entry_name, case_id, module, inputs in cases:
         p = _prepare(entry_name, module, inputs)
         (skipped if isinstance(p, str) else prepared)[case_id] = p
     eligible = [(case_id, module, inputs) for _, case_id, module, inputs in cases if case_id in prepared]
-    result = run_batch(eligible, runs=(lambda case_id: prepared[case_id][1], lambda case_id: None),
-                       dynamic_shapes={case_id: p[0] for case_id, p in prepared.items()})
-    result.skipped = skipped
-    result.smaller = {case_id: p[1] for case_id, p in prepared.items()}
-    return result
+    runs = run_batch(eligible, runs=(lambda case_id: prepared[case_id][1], lambda case_id: None),
+                     dynamic_shapes={case_id: p[0] for case_id, p in prepared.items()})
+    return ResizeBatch(runs, skipped, {case_id: p[1] for case_id, p in prepared.items()})
 
 
-RESIZE = Batches("resize", _batch)
-_BY_ENTRY = {}
-for _case in all_cases():
-    _BY_ENTRY.setdefault(_case[0], []).append(_case)
-for _name, _cases in _BY_ENTRY.items():
-    RESIZE.add(_name, _cases)
+RESIZE = Batches.by_entry("resize", all_cases(), _batch)
 
 
 def _alone(module, inputs, specs, smaller):
@@ -105,12 +107,12 @@ def _alone(module, inputs, specs, smaller):
 
 @pytest.mark.parametrize("entry_name, case_id, module, inputs", RESIZE.params())
 def test_op_resizes(entry_name, case_id, module, inputs):
-    result = RESIZE.result(entry_name, case_id)
-    if case_id in result.skipped:
-        pytest.skip(result.skipped[case_id])
-    smaller = result.smaller[case_id]
-    if case_id in result.outputs:
-        runs = result.outputs[case_id]
+    batch = RESIZE.result(entry_name, case_id)
+    if case_id in batch.skipped:
+        pytest.skip(batch.skipped[case_id])
+    smaller = batch.smaller[case_id]
+    if case_id in batch.runs.outputs:
+        runs = batch.runs.outputs[case_id]
     else:
         specs, _ = _prepare(entry_name, module, inputs)
         runs = _alone(module, inputs, specs, smaller)
