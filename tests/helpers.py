@@ -104,23 +104,24 @@ def delegate_blob(edge_manager, backend_id: str = "VkDelegateBackend") -> bytes:
     return module.processed_bytes
 
 
-def cpu_ops(edge_manager):
-    """Names of the compute ops that stayed outside any delegate."""
-    gm = edge_manager.exported_program().graph_module
+def cpu_ops(edge_manager) -> List[str]:
+    """Op names ("aten.cumsum.default") of the compute nodes left outside any delegate
+    (getitem excluded)."""
     skip = ("executorch_call_delegate", "getitem")
-    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"
-            and getattr(n.target, "__name__", "") not in skip]
+    return [op_name(n.target) for n in edge_manager.exported_program().graph.nodes
+            if n.op == "call_function" and getattr(n.target, "__name__", "") not in skip]
 
 
-def non_delegated_ops(edge_manager) -> List[str]:
-    """Op names ("aten.cumsum.default") of the call_function nodes left on CPU (getitem excluded)."""
-    return [
-        op_name(node.target)
-        for node in edge_manager.exported_program().graph.nodes
-        if node.op == "call_function"
-        and node.target is not torch.ops.higher_order.executorch_call_delegate
-        and getattr(node.target, "__name__", "") != "getitem"
-    ]
+def delegated_targets(edge_manager) -> set:
+    """The op overloads inside the program's delegates."""
+    return {n.target for module in lowered_modules(edge_manager)
+            for n in module.original_module.graph.nodes if n.op == "call_function"}
+
+
+def output_dtypes(edge_manager) -> List[torch.dtype]:
+    """The dtypes of the program's outputs, as exported."""
+    out_node = next(n for n in edge_manager.exported_program().graph.nodes if n.op == "output")
+    return [value.meta["val"].dtype for value in out_node.args[0]]
 
 
 def load_method(pte: bytes):

@@ -6,6 +6,7 @@ apply to the program loaded here only, never through the process environment.
 """
 import importlib.util
 import os
+import weakref
 from dataclasses import dataclass
 
 import vkdelegate.runtime as rt
@@ -20,7 +21,8 @@ class KernelRun:
     method: object    # the loaded method, to execute again (other sizes)
 
 
-_LOWERED = {}
+_LOWERED = {}                       # lower_once's key -> edge manager
+_PTES = weakref.WeakKeyDictionary()  # edge manager -> its .pte, made once
 
 
 def variant_table(name):
@@ -38,9 +40,8 @@ def lower_once(key, module, inputs, dynamic_shapes=None):
     loads, not when it lowers, so the tests that force each variant in turn on the same
     case share one lowering (and one .pte) instead of lowering it again per variant."""
     if key not in _LOWERED:
-        em = lower(module, inputs, dynamic_shapes=dynamic_shapes)
-        _LOWERED[key] = (em, em.to_executorch().buffer)
-    return _LOWERED[key][0]
+        _LOWERED[key] = lower(module, inputs, dynamic_shapes=dynamic_shapes)
+    return _LOWERED[key]
 
 
 def chosen_shaders(edge_manager, **settings):
@@ -54,7 +55,9 @@ def run_forcing(module, inputs, *, edge_manager=None, dynamic_shapes=None, **set
     `settings`, runs it on `inputs`. The shaders are those of the very graphs that
     ran (the delegates this load added), not of another load."""
     em = edge_manager if edge_manager is not None else lower(module, inputs, dynamic_shapes=dynamic_shapes)
-    pte = next((pte for cached, pte in _LOWERED.values() if cached is em), None) or em.to_executorch().buffer
+    if em not in _PTES:
+        _PTES[em] = em.to_executorch().buffer
+    pte = _PTES[em]
     delegates = len(delegate_calls(em))
     with rt.overrides(**settings):
         method = load_method(pte)

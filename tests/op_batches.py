@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pytest
 import torch
 
-from helpers import delegate_calls, load_method, lower
+from helpers import delegate_calls, delegated_targets, load_method, lower, output_dtypes
 
 # Samples per program: lowering time grows slowly with the samples in it; a failed
 # batch costs each of its samples a program of its own.
@@ -87,16 +87,6 @@ def _output_sources(em) -> List[Tuple[Optional[object], bool]]:
     return sources
 
 
-def _delegated_targets(em) -> set:
-    gm = em.exported_program().graph_module
-    targets = set()
-    for _, child in gm.named_children():
-        original = getattr(child, "original_module", None)
-        if original is not None:
-            targets |= {n.target for n in original.graph.nodes if n.op == "call_function"}
-    return targets
-
-
 def run_batch(cases: Sequence[Tuple[str, torch.nn.Module, tuple]],
               runs: Sequence[Callable[[str], list]] = (),
               dynamic_shapes: Optional[Dict[str, object]] = None) -> BatchResult:
@@ -115,8 +105,7 @@ def run_batch(cases: Sequence[Tuple[str, torch.nn.Module, tuple]],
             shapes = (tuple(spec for case_id, _, _ in cases for spec in dynamic_shapes[case_id]),)
         em = lower(batch, flat, dynamic_shapes=shapes)
         sources = _output_sources(em)
-        out_node = next(n for n in em.exported_program().graph.nodes if n.op == "output")
-        dtypes = [v.meta["val"].dtype for v in out_node.args[0]]
+        dtypes = output_dtypes(em)
         method = load_method(em.to_executorch().buffer)
         run_outputs = []
         for run in runs:
@@ -129,7 +118,7 @@ def run_batch(cases: Sequence[Tuple[str, torch.nn.Module, tuple]],
         reason = f"its batch failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
         result.alone = {case_id: reason for case_id, _, _ in cases}
         return result
-    result.delegated_targets = _delegated_targets(em)
+    result.delegated_targets = delegated_targets(em)
     start = 0
     for (case_id, _, _), count in zip(cases, counts):
         span = range(start, start + count)

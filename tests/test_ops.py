@@ -10,7 +10,7 @@ import copy
 import pytest
 import torch
 
-from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, run_pte
+from helpers import TOLERANCES, cpu_ops, delegate_calls, delegated_targets, lower, output_dtypes, run_pte
 from op_batches import Batches, run_batch
 from op_cases import all_cases
 from vkdelegate.op_registry import REGISTRY
@@ -32,9 +32,7 @@ def _outputs(batches, entry_name, case_id, module, inputs):
     em = lower(module, inputs)
     assert cpu_ops(em) == [], "the whole case should run in the delegate"
     assert len(delegate_calls(em)) == 1, f"expected one delegate, got {len(delegate_calls(em))}"
-    out_node = next(n for n in em.exported_program().graph.nodes if n.op == "output")
-    dtypes = [v.meta["val"].dtype for v in out_node.args[0]]
-    return run_pte(em.to_executorch().buffer, inputs), dtypes
+    return run_pte(em.to_executorch().buffer, inputs), output_dtypes(em)
 
 
 FP32 = Batches.by_entry("fp32", CASES, _batch)
@@ -67,10 +65,7 @@ def test_entry_op_is_delegated(entry_name):
     result = FP32.result(entry_name, case_id)
     targets = result.delegated_targets
     if not targets:  # the batch failed: the first sample alone
-        em = lower(module, inputs)
-        (child,) = [c for _, c in em.exported_program().graph_module.named_children()
-                    if hasattr(c, "original_module")]
-        targets = {n.target for n in child.original_module.graph.nodes if n.op == "call_function"}
+        targets = delegated_targets(lower(module, inputs))
     assert targets & set(ENTRIES[entry_name].targets), f"no {entry_name} op among the delegated {targets}"
 
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from helpers import delegate_blob, lower, non_delegated_ops, relative_error, run_pte
+from helpers import cpu_ops, delegate_blob, lower, relative_error, run_pte
 from vkdelegate.fx_nodes import op_name
 from vkdelegate.quant.pt2e import VulkanQuantizer
 from vkdelegate.serialization import deserialize_blob
@@ -54,7 +54,7 @@ def check(model: nn.Module, inputs, steps=STEPS_PER_OP):
     """Lowers the quantized model whole into one delegate, compares, returns the blob's op chain."""
     converted = quantize(model, inputs)
     edge = lower(converted, inputs)
-    assert non_delegated_ops(edge) == []
+    assert cpu_ops(edge) == []
     ops = chain(edge)
     (out,) = run_pte(edge.to_executorch().buffer, inputs)
     with torch.no_grad():
@@ -210,7 +210,7 @@ def test_unsupported_pattern_stays_on_cpu_with_reason(model, shape, per_channel,
     converted = quantize(model, inputs, _xnnpack_quantizer(per_channel))
     with caplog.at_level(logging.INFO, logger="vkdelegate"):
         edge = lower(converted, inputs)
-    on_cpu = non_delegated_ops(edge)
+    on_cpu = cpu_ops(edge)
     # The whole pattern stays on CPU: the dequantize feeding the conv and the quantize after it too.
     assert {"aten.convolution.default", "quantized_decomposed.dequantize_per_tensor.default",
             "quantized_decomposed.quantize_per_tensor.default"} <= set(on_cpu)
