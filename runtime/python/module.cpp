@@ -84,7 +84,21 @@ SettingOverrides overrides_from(const py::object& obj) {
 std::unique_ptr<ComputeGraph> load_graph(py::bytes blob, const py::object& overrides) {
   const Settings settings = with_overrides(graph_defaults(), overrides_from(overrides));
   std::string data = blob;  // the graph copies what it keeps
+  py::gil_scoped_release release;  // loading compiles pipelines: let other threads run
   return ComputeGraph::load(reinterpret_cast<const uint8_t*>(data.data()), data.size(), settings);
+}
+
+// Runs fn(g) holding the graph's lock, which serializes the graph's users.
+// The lock is taken with the GIL released, so a thread waiting for it never
+// holds the GIL that the thread inside needs (that was a deadlock).
+template <typename Fn>
+auto with_graph_lock(ComputeGraph& g, Fn&& fn) {
+  std::unique_lock<std::mutex> lock(g.mutex(), std::defer_lock);
+  {
+    py::gil_scoped_release release;
+    lock.lock();
+  }
+  return fn(g);
 }
 
 // A device described by a dict of DeviceInfo's fields (the rest: none of the feature,
@@ -189,13 +203,15 @@ py::list settings_table_py() {
   return l;
 }
 
+// Several threads may run one graph: they take turns (with_graph_lock); the
+// GPU work and the copies run without the GIL.
 py::list run(ComputeGraph& g, const py::list& inputs) {
-  std::lock_guard<std::mutex> lock(g.mutex());
   if (inputs.size() != g.num_inputs()) {
     throw GraphError("expected " + std::to_string(g.num_inputs()) + " inputs, got " +
                      std::to_string(inputs.size()));
   }
   py::module_ np = py::module_::import("numpy");
+  std::vector<py::array> arrays;
   for (size_t i = 0; i < g.num_inputs(); ++i) {
     py::array a = np.attr("ascontiguousarray")(inputs[i]);
     const DType want = g.input(i).dtype;
@@ -203,21 +219,32 @@ py::list run(ComputeGraph& g, const py::list& inputs) {
       throw GraphError("input " + std::to_string(i) + " has dtype " +
                        std::string(py::str(a.dtype())) + ", expected " + dtype_name(want));
     }
-    g.set_input_sizes(i, Sizes(a.shape(), a.shape() + a.ndim()));
-    g.copy_input(i, a.data(), a.nbytes());
+    arrays.push_back(std::move(a));
   }
-  {
-    py::gil_scoped_release release;
-    g.execute();
+  std::vector<Sizes> shapes;
+  std::vector<std::pair<const void*, size_t>> data;  // read without the GIL
+  for (const py::array& a : arrays) {
+    shapes.emplace_back(a.shape(), a.shape() + a.ndim());
+    data.emplace_back(a.data(), static_cast<size_t>(a.nbytes()));
   }
-  py::list outs;
-  for (size_t i = 0; i < g.num_outputs(); ++i) {
-    const Tensor& o = g.output(i);
-    py::array a(py::dtype(numpy_name(o.dtype)), std::vector<py::ssize_t>(o.sizes.begin(), o.sizes.end()));
-    g.copy_output(i, a.mutable_data(), a.nbytes());
-    outs.append(a);
-  }
-  return outs;
+  return with_graph_lock(g, [&](ComputeGraph& g) {
+    {
+      py::gil_scoped_release release;
+      for (size_t i = 0; i < arrays.size(); ++i) {
+        g.set_input_sizes(i, shapes[i]);
+        g.copy_input(i, data[i].first, data[i].second);
+      }
+      g.execute();
+    }
+    py::list outs;
+    for (size_t i = 0; i < g.num_outputs(); ++i) {
+      const Tensor& o = g.output(i);
+      py::array a(py::dtype(numpy_name(o.dtype)), std::vector<py::ssize_t>(o.sizes.begin(), o.sizes.end()));
+      g.copy_output(i, a.mutable_data(), a.nbytes());
+      outs.append(a);
+    }
+    return outs;
+  });
 }
 
 py::list timings(const ComputeGraph& g) {
@@ -292,12 +319,19 @@ PYBIND11_MODULE(_vkdelegate, m) {
            "(the environment, or the enclosing vkdelegate.runtime.overrides()).")
       .def_property_readonly("num_inputs", &ComputeGraph::num_inputs)
       .def_property_readonly("num_outputs", &ComputeGraph::num_outputs)
-      .def("run", &run, py::arg("inputs"), "Runs the graph on numpy arrays; returns numpy arrays.")
-      .def("memory_report", &memory_report)
-      .def("set_profiling", &ComputeGraph::set_profiling)
-      .def("shaders", &shaders, "the shader variant of each dispatch, in order")
-      .def("timings", &timings, "(op, output sizes, microseconds) of each dispatch of the last run")
-      .def("barrier_stats", [](const ComputeGraph& g) {
-        return py::make_tuple(g.num_dispatches(), g.num_barriers());
+      .def("run", &run, py::arg("inputs"),
+           "Runs the graph on numpy arrays; returns numpy arrays. Threads that share a graph take turns.")
+      .def("memory_report", [](ComputeGraph& g) { return with_graph_lock(g, memory_report); })
+      .def("set_profiling", [](ComputeGraph& g, bool on) {
+        with_graph_lock(g, [on](ComputeGraph& g) { g.set_profiling(on); return 0; });
+      })
+      .def("shaders", [](ComputeGraph& g) { return with_graph_lock(g, shaders); },
+           "the shader variant of each dispatch, in order")
+      .def("timings", [](ComputeGraph& g) { return with_graph_lock(g, timings); },
+           "(op, output sizes, microseconds) of each dispatch of the last run")
+      .def("barrier_stats", [](ComputeGraph& g) {
+        return with_graph_lock(g, [](ComputeGraph& g) {
+          return py::make_tuple(g.num_dispatches(), g.num_barriers());
+        });
       }, "(dispatches, compute barriers between them) of the last recorded run");
 }
