@@ -412,15 +412,21 @@ def _read_flatbuffer(flatbuffer: bytes) -> Tuple[GraphIR, List[Tuple[int, int]]]
 
 
 def _read_constants(constant_refs: List[Tuple[int, int]], segment: bytes) -> List[bytes]:
+    """The constants, which must lie where serialize_graph puts them: in order, each at the
+    first aligned offset after the one before, the last ending the segment."""
     constants = []
+    end = 0
     for i, (offset, nbytes) in enumerate(constant_refs):
-        if offset % CONSTANT_ALIGNMENT:
-            raise ValueError(f"constant {i} offset {offset} is not a multiple of {CONSTANT_ALIGNMENT}")
+        if offset != _align(end):
+            raise ValueError(f"constant {i} is at offset {offset}, not {_align(end)} where the writer puts it")
         if offset + nbytes > len(segment):
             raise ValueError(
                 f"constant {i} [{offset}, {offset + nbytes}) runs past the {len(segment)}-byte constant segment"
             )
         constants.append(segment[offset : offset + nbytes])
+        end = offset + nbytes
+    if end != len(segment):
+        raise ValueError(f"the constants end at {end}, the {len(segment)}-byte constant segment later")
     return constants
 
 
@@ -435,6 +441,7 @@ def _validate_graph(graph: GraphIR) -> None:
     if graph.num_mem_objs < 0:
         raise ValueError(f"num_mem_objs is {graph.num_mem_objs}")
     io_ids = set(graph.input_ids) | set(graph.output_ids)
+    constant_owner = {}
     for i, value in enumerate(graph.values):
         if isinstance(value, TensorValue):
             if any(size < 0 for size in value.sizes):
@@ -457,6 +464,11 @@ def _validate_graph(graph: GraphIR) -> None:
                         f"value {i}: constant_id {value.constant_id} out of range "
                         f"({len(graph.constants)} constants)"
                     )
+                if value.constant_id in constant_owner:
+                    raise ValueError(
+                        f"value {i}: constant {value.constant_id} belongs to value {constant_owner[value.constant_id]} too"
+                    )
+                constant_owner[value.constant_id] = i
                 stored = len(graph.constants[value.constant_id])
                 if stored != value.nbytes:
                     raise ValueError(
@@ -466,6 +478,8 @@ def _validate_graph(graph: GraphIR) -> None:
         elif isinstance(value, ValueListValue):
             for item in value.items:
                 check_id(item, f"value list {i}")
+    if len(constant_owner) != len(graph.constants):
+        raise ValueError(f"{len(graph.constants) - len(constant_owner)} constants belong to no tensor")
     for kind, ids in (("input", graph.input_ids), ("output", graph.output_ids)):
         for value_id in ids:
             check_id(value_id, f"graph {kind}")

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -29,6 +30,59 @@ flatbuffers::uoffset_t max_graph_tables(uint64_t graph_bytes) {
 }
 // The flatbuffers library addresses buffers with 32-bit offsets.
 constexpr uint64_t kMaxGraphBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
+// Our writer (serialization/blob.py) shares no table, vector or string: each is
+// referenced once. A second reference is a corrupted offset that the verifier accepts
+// (it points at a valid part of another value or op) and that would give another graph.
+void check_nothing_shared(const ::vkdelegate::fb::VkGraph* graph) {
+  namespace fbs = ::vkdelegate::fb;
+  std::vector<const void*> parts;
+  auto add = [&parts](const void* part) {
+    if (part) parts.push_back(part);
+  };
+  add(graph->values());
+  add(graph->chain());
+  add(graph->input_ids());
+  add(graph->output_ids());
+  add(graph->constants());
+  add(graph->options());
+  if (const auto* values = graph->values()) {
+    for (const fbs::ValueEntry* e : *values) {
+      add(e);
+      add(e->value());
+      if (const auto* t = e->value_as_Tensor()) {
+        add(t->sizes());
+        add(t->min_sizes());
+      } else if (const auto* s = e->value_as_String()) {
+        add(s->value());
+      } else if (const auto* l = e->value_as_IntList()) {
+        add(l->items());
+      } else if (const auto* l = e->value_as_DoubleList()) {
+        add(l->items());
+      } else if (const auto* l = e->value_as_BoolList()) {
+        add(l->items());
+      } else if (const auto* l = e->value_as_ValueList()) {
+        add(l->items());
+      }
+    }
+  }
+  if (const auto* chain = graph->chain()) {
+    for (const fbs::OpCall* call : *chain) {
+      add(call);
+      add(call->name());
+      add(call->args());
+    }
+  }
+  if (const auto* options = graph->options()) {
+    for (const fbs::String* option : *options) {
+      add(option);
+      add(option->value());
+    }
+  }
+  std::sort(parts.begin(), parts.end());
+  if (std::adjacent_find(parts.begin(), parts.end()) != parts.end()) {
+    throw GraphError("delegate blob's graph refers twice to one of its parts (corrupted)");
+  }
+}
 }  // namespace
 
 uint32_t blob_checksum(const uint8_t* blob, size_t size) {
@@ -116,6 +170,7 @@ BlobView parse_blob(const uint8_t* blob, size_t size) {
   if (!::vkdelegate::fb::VerifyVkGraphBuffer(verifier)) {
     throw GraphError("delegate blob's graph fails flatbuffer verification (corrupted)");
   }
+  check_nothing_shared(::vkdelegate::fb::GetVkGraph(view.flatbuffer));
   return view;
 }
 

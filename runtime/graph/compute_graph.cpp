@@ -289,21 +289,35 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     storages_[t.storage].is_input = true;
   }
 
-  // Constants: each ConstantRef must lie inside the constant segment and match
-  // its tensor's size in bytes.
+  // Constants lie in the segment as the writer puts them (serialization/blob.py): in
+  // order, each at the first aligned offset after the one before, the last ending the
+  // segment. So an offset or size that a corruption changed cannot point elsewhere.
+  uint64_t segment_end = 0;
+  for (uint32_t c = 0; c < num_constants; ++c) {
+    const fbs::ConstantRef* ref = fb_constants->Get(c);
+    const uint64_t offset = (segment_end + kConstantAlignment - 1) / kConstantAlignment * kConstantAlignment;
+    if (ref->offset() != offset || offset > view.constants_size ||
+        ref->nbytes() > view.constants_size - offset) {
+      throw GraphError("constant " + std::to_string(c) + " at " + std::to_string(ref->offset()) + "+" +
+                       std::to_string(ref->nbytes()) + " is not where the constant segment of " +
+                       std::to_string(view.constants_size) + " bytes puts it (" + std::to_string(offset) + ")");
+    }
+    segment_end = offset + ref->nbytes();
+  }
+  if (segment_end != view.constants_size) {
+    throw GraphError("the constants end at " + std::to_string(segment_end) + ", the constant segment at " +
+                     std::to_string(view.constants_size));
+  }
+  // Each constant belongs to one tensor (as the writer makes them) and matches its size in bytes.
+  std::vector<bool> constant_used(num_constants, false);
   for (auto& v : values_) {
     auto* t = std::get_if<Tensor>(&v);
     if (!t || t->constant_id < 0) continue;
+    if (constant_used[t->constant_id]) {
+      throw GraphError("constant " + std::to_string(t->constant_id) + " belongs to two tensors");
+    }
+    constant_used[t->constant_id] = true;
     const fbs::ConstantRef* ref = fb_constants->Get(static_cast<uint32_t>(t->constant_id));
-    if (ref->offset() > view.constants_size || ref->nbytes() > view.constants_size - ref->offset()) {
-      throw GraphError("constant " + std::to_string(t->constant_id) +
-                       " lies outside the constant segment");
-    }
-    if (ref->offset() % kConstantAlignment != 0) {
-      throw GraphError("constant " + std::to_string(t->constant_id) + " offset " +
-                       std::to_string(ref->offset()) + " is not a multiple of " +
-                       std::to_string(kConstantAlignment));
-    }
     if (ref->nbytes() != t->max_nbytes()) {
       throw GraphError("constant " + std::to_string(t->constant_id) + " has " +
                        std::to_string(ref->nbytes()) + " bytes but its tensor " +
@@ -312,8 +326,12 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     }
   }
 
+  if (std::find(constant_used.begin(), constant_used.end(), false) != constant_used.end()) {
+    throw GraphError("a constant belongs to no tensor");
+  }
   check_dataflow(graph);
   build_ops(graph);
+  check_memory_plan(graph);
   for (int id : output_ids_) {
     storages_[std::get<Tensor>(values_[id]).storage].is_output = true;
   }
@@ -380,6 +398,68 @@ void ComputeGraph::check_dataflow(const void* fb_graph) {
   }
   for (int id : output_ids_) {
     if (!written[id]) throw GraphError("graph output " + std::to_string(id) + " is never written");
+  }
+}
+
+// As backends/memory_planning.py plans it: the tensors of one shared memory object
+// are live at disjoint times, a view together with the tensor it views. A plan that
+// corruption changed would let one tensor overwrite another that is still to be read.
+// Lifetimes are op index ranges [first use, last use], the writing op included.
+void ComputeGraph::check_memory_plan(const void* fb_graph) {
+  if (num_mem_objs_ == 0) return;
+  const auto* chain = static_cast<const fbs::VkGraph*>(fb_graph)->chain();
+  const size_t num_values = values_.size();
+  std::vector<int64_t> first(num_values, -1), last(num_values, -1);
+  auto use = [&](int id, int64_t op) {
+    if (first[id] < 0) first[id] = op;
+    last[id] = op;
+  };
+  for (uint32_t i = 0; chain && i < chain->size(); ++i) {
+    const auto* args = chain->Get(i)->args();
+    for (uint32_t a = 0; args && a < args->size(); ++a) {
+      const int id = args->Get(a);  // in range: check_dataflow
+      if (const auto* list = std::get_if<ValueList>(&values_[id])) {
+        for (int item : list->ids) use(item, i);
+      } else {
+        use(id, i);
+      }
+    }
+  }
+  // The lifetime of each alias group (a tensor and the views of it), at its root.
+  auto root_of = [this](int id) {
+    for (size_t steps = 0; steps < values_.size(); ++steps) {
+      const int source = std::get<Tensor>(values_[id]).view_of;
+      if (source < 0) break;
+      id = source;
+    }
+    return id;
+  };
+  std::vector<int64_t> group_first(num_values, -1), group_last(num_values, -1);
+  for (size_t id = 0; id < num_values; ++id) {
+    const auto* t = std::get_if<Tensor>(&values_[id]);
+    if (!t || t->mem_obj_id < 0 || first[id] < 0) continue;
+    const int root = root_of(static_cast<int>(id));
+    group_first[root] = group_first[root] < 0 ? first[id] : std::min(group_first[root], first[id]);
+    group_last[root] = std::max(group_last[root], last[id]);
+  }
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> lifetimes(num_mem_objs_);
+  for (size_t id = 0; id < num_values; ++id) {
+    if (group_first[id] < 0) continue;
+    const Tensor& t = std::get<Tensor>(values_[id]);
+    if (t.mem_obj_id < 0) continue;  // a view of an unshared tensor: checked by add_view_node
+    lifetimes[t.mem_obj_id].emplace_back(group_first[id], group_last[id]);
+  }
+  for (size_t m = 0; m < num_mem_objs_; ++m) {
+    auto& spans = lifetimes[m];
+    std::sort(spans.begin(), spans.end());
+    for (size_t k = 1; k < spans.size(); ++k) {
+      if (spans[k].first <= spans[k - 1].second) {
+        throw GraphError("memory object " + std::to_string(m) + " holds tensors live at once (ops " +
+                         std::to_string(spans[k - 1].first) + "-" + std::to_string(spans[k - 1].second) +
+                         " and " + std::to_string(spans[k].first) + "-" + std::to_string(spans[k].second) +
+                         "): the memory plan is corrupted");
+      }
+    }
   }
 }
 
@@ -471,6 +551,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   }
   o.storage = i.storage;
   o.is_view = true;
+  o.view_of = in;
   nodes_.emplace_back();
   Node& node = nodes_.back();
   node.op = op;

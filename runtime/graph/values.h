@@ -64,6 +64,7 @@ struct Tensor {
   int constant_id = -1;
   int mem_obj_id = -1;  // shared memory object from memory planning, or -1
   bool is_view = false; // shares the storage of another tensor (add_view_node)
+  int view_of = -1;     // that tensor's value id
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
   int64_t numel() const { return numel_of(sizes); }
