@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from blob_mutants import flatbuffer_sites
 from helpers import MLP, delegate_blob, lower
 
 from vkdelegate.serialization import blob as blob_module
@@ -230,7 +231,10 @@ def test_garbage_flatbuffer_is_rejected():
         (lambda g: g.chain.append(OpCall("", (0, 0))), "has no name"),
         (lambda g: g.values.append(ValueListValue((-1,))), "refers to value -1"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), constant_id=7)), "constant_id 7 out of range"),
-        (lambda g: g.values.append(TensorValue(DType.float32, (2,), constant_id=0)), "needs 8 bytes"),
+        (lambda g: g.values.append(TensorValue(DType.float32, (2,), constant_id=g.add_constant(bytes(4)))),
+         "needs 8 bytes"),
+        (lambda g: g.values.append(TensorValue(DType.float32, (3, 5), constant_id=0)), "constant 0 belongs to value 1 too"),
+        (lambda g: g.add_constant(bytes(4)), "1 constants belong to no tensor"),
         (lambda g: g.output_ids.append(4), "graph output 4 is not a tensor"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), mem_obj_id=1)), "mem_obj_id 1 out of range"),
         (lambda g: g.output_ids.append(_planned_id(g)), "graph inputs, outputs and constants cannot share"),
@@ -271,6 +275,15 @@ def test_constant_past_segment_end_is_rejected():
     # Cut the last constant short: the segment shrinks below its ConstantRef.
     with pytest.raises(ValueError, match="runs past"):
         deserialize_blob(with_header(blob[:-1], constants_size=fields[7] - 1))
+
+
+def test_constant_not_where_the_writer_puts_it_is_rejected():
+    blob = bytearray(serialize_graph(every_kind_graph()))
+    offsets = [site for site in flatbuffer_sites(bytes(blob)) if site.kind == "constant_offset"]
+    assert [struct.unpack_from("<Q", blob, site.pos)[0] for site in offsets] == [0, 64, 128]
+    struct.pack_into("<Q", blob, offsets[1].pos, 0)  # constant 1 reads constant 0's bytes
+    with pytest.raises(ValueError, match="constant 1 is at offset 0, not 64"):
+        deserialize_blob(with_checksum(blob))
 
 
 @pytest.mark.skipif(not os.path.exists(FLATC), reason=f"{FLATC} (Debian flatc 2.0.8, the pinned generator) is missing")
