@@ -124,6 +124,13 @@ def test_invalid_utf8_op_name_is_a_printable_error(mlp_blob_and_pte, executorch_
     assert outcome.result == "error" and "\\xff" in outcome.message, outcome
 
 
+def test_setting_value_is_printable_in_its_error(mlp_blob_and_pte):
+    """An environment value can hold any bytes; the message escapes them as blob bytes are."""
+    _, blob, _ = mlp_blob_and_pte
+    with pytest.raises(ValueError, match=r"^VKDELEGATE_NO_COOPMAT=\\xc3\\xa9: expected 0 or 1"):
+        rt.Graph(blob, overrides={"NO_COOPMAT": "\u00e9"})
+
+
 def _value_entry_sites(blob: bytes, kind: str):
     sites = flatbuffer_sites(blob)
     # A ValueEntry's fields: the union type (a byte), then the union value's offset.
