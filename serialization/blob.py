@@ -464,10 +464,9 @@ def _validate_graph(graph: GraphIR) -> None:
                         f"value {i}: constant_id {value.constant_id} out of range "
                         f"({len(graph.constants)} constants)"
                     )
-                if value.constant_id in constant_owner:
-                    raise ValueError(
-                        f"value {i}: constant {value.constant_id} belongs to value {constant_owner[value.constant_id]} too"
-                    )
+                owner = constant_owner.get(value.constant_id)
+                if owner is not None:
+                    raise ValueError(f"value {i}: constant {value.constant_id} belongs to value {owner} too")
                 constant_owner[value.constant_id] = i
                 stored = len(graph.constants[value.constant_id])
                 if stored != value.nbytes:
