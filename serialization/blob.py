@@ -353,14 +353,14 @@ def _read_value(entry) -> Value:
         sizes = tuple(tensor.Sizes(i) for i in range(tensor.SizesLength()))
         min_sizes = tuple(tensor.MinSizes(i) for i in range(tensor.MinSizesLength()))
         return TensorValue(dtype, sizes, tensor.ConstantId(), tensor.MemObjId(), min_sizes)
-    if kind == FbValue.Value.SymInt:
-        return SymIntValue(_union_member(entry, SymInt.SymInt).Value())
-    if kind == FbValue.Value.Int:
-        return IntValue(_union_member(entry, Int.Int).Value())
-    if kind == FbValue.Value.Double:
-        return DoubleValue(_union_member(entry, Double.Double).Value())
-    if kind == FbValue.Value.Bool:
-        return BoolValue(_union_member(entry, Bool.Bool).Value())
+    scalars = {FbValue.Value.SymInt: (SymInt.SymInt, SymIntValue), FbValue.Value.Int: (Int.Int, IntValue),
+               FbValue.Value.Double: (Double.Double, DoubleValue), FbValue.Value.Bool: (Bool.Bool, BoolValue)}
+    if kind in scalars:
+        member_class, value_class = scalars[kind]
+        scalar = _union_member(entry, member_class).Value()
+        if scalar is None:
+            raise ValueError(f"{member_class.__name__} value without its field")
+        return value_class(scalar)
     if kind == FbValue.Value.Null:
         return NullValue()
     if kind == FbValue.Value.String:
@@ -479,6 +479,8 @@ def _validate_graph(graph: GraphIR) -> None:
                 check_id(item, f"value list {i}")
     if len(constant_owner) != len(graph.constants):
         raise ValueError(f"{len(graph.constants) - len(constant_owner)} constants belong to no tensor")
+    if not graph.output_ids:
+        raise ValueError("graph has no outputs")
     for kind, ids in (("input", graph.input_ids), ("output", graph.output_ids)):
         for value_id in ids:
             check_id(value_id, f"graph {kind}")
@@ -492,18 +494,30 @@ def _validate_dataflow(graph: GraphIR) -> None:
 
     Tensors and SymInts are written by the graph (inputs, constants) or by an op's
     outputs; nothing is written twice, nothing read before it is written (so the
-    chain has no cycles). The C++ loader checks the same (ComputeGraph::parse).
+    chain has no cycles). Every other value (scalar, list, null) is the argument of
+    one op, once. The C++ loader checks the same (ComputeGraph::check_dataflow).
     """
     input_ids = set(graph.input_ids)
     written = input_ids | {
         i for i, value in enumerate(graph.values) if isinstance(value, TensorValue) and value.constant_id != -1
     }
 
-    def check_read(value_id: int, where: str) -> None:
+    used = set()
+
+    def use_once(value_id: int, where: str) -> None:
+        """Scalars, lists and nulls are made for the one argument that holds them."""
+        if isinstance(graph.values[value_id], (TensorValue, SymIntValue)):
+            return
+        if value_id in used:
+            raise ValueError(f"{where} takes value {value_id}, an argument of another op or list")
+        used.add(value_id)
+
+    def check_read(value_id: int, where: str, in_list: bool = False) -> None:
         value = graph.values[value_id]
-        if isinstance(value, ValueListValue):
+        use_once(value_id, where)
+        if isinstance(value, ValueListValue) and not in_list:
             for item in value.items:
-                check_read(item, where)
+                check_read(item, where, in_list=True)
         elif isinstance(value, (TensorValue, SymIntValue)) and value_id not in written:
             raise ValueError(f"{where} reads value {value_id} before any op writes it")
 
@@ -523,6 +537,7 @@ def _validate_dataflow(graph: GraphIR) -> None:
             value = graph.values[value_id]
             if not isinstance(value, (TensorValue, SymIntValue, NullValue)):
                 raise ValueError(f"{where} outputs value {value_id}, a {type(value).__name__}")
+            use_once(value_id, where)
             if value_id in written:
                 raise ValueError(f"{where} writes value {value_id}, which is already written")
             written.add(value_id)

@@ -56,10 +56,10 @@ def every_kind_graph() -> GraphIR:
         graph.add_value(IntListValue(())),
         graph.add_value(DoubleListValue((1.5, -0.0, 1e300))),
         graph.add_value(BoolListValue((True, False))),
-        graph.add_value(ValueListValue((x, null, weight))),
+        graph.add_value(ValueListValue((x, graph.add_value(NullValue()), weight))),
     ]
     seq = graph.add_value(SymIntValue(2))
-    scalars.append(graph.add_value(ValueListValue((seq, scalars[0]))))
+    scalars.append(graph.add_value(ValueListValue((seq, graph.add_value(IntValue(3))))))
     planned = graph.add_value(TensorValue(DType.float32, (2, 5), mem_obj_id=0))
     y = graph.add_value(TensorValue(DType.float32, (2, 5)))
     graph.chain.append(OpCall("aten.sym_size.int", (x, graph.add_value(IntValue(0)), seq)))
@@ -243,20 +243,23 @@ def test_garbage_flatbuffer_is_rejected():
         # Dataflow: the planned tensor (mm writes it) and graph output 0 (relu writes it)
         # are intermediates; graph input 0 and the constants are written by the graph.
         (lambda g: g.chain.insert(0, OpCall("aten.relu.default", (_planned_id(g), _new_tensor(g)))),
-         "op 0 .* reads value 16 before any op writes it"),
+         "op 0 .* reads value 18 before any op writes it"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.output_ids[0]))),
-         "writes value 17, which is already written"),
+         "writes value 19, which is already written"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.input_ids[0]))),
          "writes value 0, which is already written"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), _constant_id(g)))),
          "writes value 1, which is already written"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.add_value(IntValue(1))))),
-         "outputs value 21, a IntValue"),
+         "outputs value 23, a IntValue"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g),), num_outputs=2)),
          "2 outputs among 1 arguments"),
         (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g),), num_outputs=0)),
          "0 outputs among 1 arguments"),
-        (lambda g: g.output_ids.append(_new_tensor(g)), "graph output 21 is never written"),
+        (lambda g: g.output_ids.append(_new_tensor(g)), "graph output 23 is never written"),
+        (lambda g: g.output_ids.clear(), "graph has no outputs"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (5, _new_tensor(g)))),
+         "takes value 5, an argument of another op or list"),
     ],
 )
 def test_inconsistent_graph_is_rejected_by_writer_and_reader(corrupt, message, monkeypatch):
@@ -276,6 +279,15 @@ def test_constant_past_segment_end_is_rejected():
     # Cut the last constant short: the segment shrinks below its ConstantRef.
     with pytest.raises(ValueError, match="runs past"):
         deserialize_blob(with_header(blob[:-1], constants_size=fields[7] - 1))
+
+
+def test_scalar_without_its_field_is_rejected(monkeypatch):
+    """An absent scalar field reads as a default in flatbuffers; ours are optional, so the
+    reader tells a corrupted table (one pointed at another vtable) from a zero."""
+    graph = every_kind_graph()
+    graph.values.append(IntValue(None))  # the writer leaves the field out
+    with pytest.raises(ValueError, match="value 23: Int value without its field"):
+        deserialize_blob(serialize_unchecked(graph, monkeypatch))
 
 
 def test_constant_not_where_the_writer_puts_it_is_rejected():

@@ -112,6 +112,16 @@ double ComputeGraph::get_double(int id) {
 
 // ---------------------------------------------------------------- parsing
 
+namespace {
+// A scalar value's field (optional in the schema, always written): absent means the
+// table was corrupted, for instance pointed at another table's vtable.
+template <typename T>
+T present(const flatbuffers::Optional<T>& field, const std::string& where) {
+  if (!field.has_value()) throw GraphError(where + ": scalar value without its field (corrupted)");
+  return *field;
+}
+}  // namespace
+
 void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   const BlobView view = parse_blob(blob, size);  // header checks + flatbuffer verifier
   const fbs::VkGraph* graph = fbs::GetVkGraph(view.flatbuffer);
@@ -218,11 +228,11 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         values_.emplace_back(std::move(out));
         break;
       }
-      case fbs::Value_Int: values_.emplace_back(int64_t{e->value_as_Int()->value()}); break;
-      case fbs::Value_Double: values_.emplace_back(e->value_as_Double()->value()); break;
-      case fbs::Value_Bool: values_.emplace_back(e->value_as_Bool()->value()); break;
+      case fbs::Value_Int: values_.emplace_back(int64_t{present(e->value_as_Int()->value(), where)}); break;
+      case fbs::Value_Double: values_.emplace_back(present(e->value_as_Double()->value(), where)); break;
+      case fbs::Value_Bool: values_.emplace_back(present(e->value_as_Bool()->value(), where)); break;
       case fbs::Value_Null: values_.emplace_back(Null{}); break;
-      case fbs::Value_SymInt: values_.emplace_back(SymInt{e->value_as_SymInt()->value()}); break;
+      case fbs::Value_SymInt: values_.emplace_back(SymInt{present(e->value_as_SymInt()->value(), where)}); break;
       case fbs::Value_String: {
         const auto* s = e->value_as_String()->value();
         if (!s) throw GraphError(where + ": string value without its text");
@@ -283,6 +293,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   };
   read_io(graph->input_ids(), input_ids_, "graph input");
   read_io(graph->output_ids(), output_ids_, "graph output");
+  if (output_ids_.empty()) throw GraphError("graph has no outputs (corrupted)");
   for (int id : input_ids_) {
     Tensor& t = std::get<Tensor>(values_[id]);
     if (t.constant_id >= 0) throw GraphError("graph input " + std::to_string(id) + " is a constant");
@@ -344,7 +355,8 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
 // As serialization/blob.py _validate_dataflow: each op writes new values (Tensor,
 // SymInt or Null) and reads only tensors and SymInts written before it (graph
 // inputs, constants, earlier outputs); graph outputs are written. So no value is
-// used before it exists, none has two writers, and the chain has no cycle.
+// used before it exists, none has two writers, and the chain has no cycle. Every
+// other value (scalar, list, null) is the argument of one op, once.
 void ComputeGraph::check_dataflow(const void* fb_graph) {
   const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
   std::vector<bool> written(values_.size(), false);
@@ -356,9 +368,22 @@ void ComputeGraph::check_dataflow(const void* fb_graph) {
   auto is_data = [this](int id) {
     return std::holds_alternative<Tensor>(values_[id]) || std::holds_alternative<SymInt>(values_[id]);
   };
+  // Scalars, lists and nulls are made for the one argument that holds them.
+  std::vector<bool> used(values_.size(), false);
+  auto use_once = [&](int id, const std::string& where) {
+    if (is_data(id)) return;
+    if (used[id]) {
+      throw GraphError(where + " takes value " + std::to_string(id) + ", an argument of another op or list");
+    }
+    used[id] = true;
+  };
   auto check_read = [&](int id, const std::string& where) {
+    use_once(id, where);
     std::vector<int> ids{id};
-    if (const auto* list = std::get_if<ValueList>(&values_[id])) ids = list->ids;
+    if (const auto* list = std::get_if<ValueList>(&values_[id])) {
+      ids = list->ids;
+      for (int item : ids) use_once(item, where);
+    }
     for (int item : ids) {
       if (is_data(item) && !written[item]) {
         throw GraphError(where + " reads value " + std::to_string(item) + " before any op writes it");
@@ -390,6 +415,7 @@ void ComputeGraph::check_dataflow(const void* fb_graph) {
       if (!is_data(id) && !std::holds_alternative<Null>(values_[id])) {
         throw GraphError(where + " outputs value " + std::to_string(id) + ", a " + value_kind(values_[id]));
       }
+      use_once(id, where);
       if (written[id]) {
         throw GraphError(where + " writes value " + std::to_string(id) + ", which is already written");
       }
