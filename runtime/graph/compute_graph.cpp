@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <variant>
 
 #include "../ops/op_registry.h"
 #include "blob.h"
@@ -110,9 +112,23 @@ double ComputeGraph::get_double(int id) {
 
 // ---------------------------------------------------------------- parsing
 
+namespace {
+// A scalar value's field (optional in the schema, always written): absent means the
+// table was corrupted, for instance pointed at another table's vtable.
+template <typename T>
+T present(const flatbuffers::Optional<T>& field, const std::string& where) {
+  if (!field.has_value()) throw GraphError(where + ": scalar value without its field (corrupted)");
+  return *field;
+}
+}  // namespace
+
 void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   const BlobView view = parse_blob(blob, size);  // header checks + flatbuffer verifier
   const fbs::VkGraph* graph = fbs::GetVkGraph(view.flatbuffer);
+  if (graph->version() != kBlobVersion) {
+    throw GraphError("graph version " + std::to_string(graph->version()) +
+                     " differs from the blob header's " + std::to_string(kBlobVersion) + " (corrupted)");
+  }
   const auto* fb_values = graph->values();
   const auto* fb_constants = graph->constants();
   const size_t num_constants = fb_constants ? fb_constants->size() : 0;
@@ -138,6 +154,12 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   for (size_t i = 0; i < n; ++i) {
     const fbs::ValueEntry* e = fb_values->Get(static_cast<uint32_t>(i));
     const std::string where = "value " + std::to_string(i);
+    // The verifier accepts a union whose type is set and whose table is absent;
+    // every value_as_X() below is then null.
+    if (!e->value() && e->value_type() != fbs::Value_Null) {
+      throw GraphError(where + ": value of type " + std::to_string(static_cast<int>(e->value_type())) +
+                       " has no table (corrupted)");
+    }
     switch (e->value_type()) {
       case fbs::Value_Tensor: {
         const fbs::Tensor* t = e->value_as_Tensor();
@@ -206,14 +228,15 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         values_.emplace_back(std::move(out));
         break;
       }
-      case fbs::Value_Int: values_.emplace_back(int64_t{e->value_as_Int()->value()}); break;
-      case fbs::Value_Double: values_.emplace_back(e->value_as_Double()->value()); break;
-      case fbs::Value_Bool: values_.emplace_back(e->value_as_Bool()->value()); break;
+      case fbs::Value_Int: values_.emplace_back(int64_t{present(e->value_as_Int()->value(), where)}); break;
+      case fbs::Value_Double: values_.emplace_back(present(e->value_as_Double()->value(), where)); break;
+      case fbs::Value_Bool: values_.emplace_back(present(e->value_as_Bool()->value(), where)); break;
       case fbs::Value_Null: values_.emplace_back(Null{}); break;
-      case fbs::Value_SymInt: values_.emplace_back(SymInt{e->value_as_SymInt()->value()}); break;
+      case fbs::Value_SymInt: values_.emplace_back(SymInt{present(e->value_as_SymInt()->value(), where)}); break;
       case fbs::Value_String: {
         const auto* s = e->value_as_String()->value();
-        values_.emplace_back(s ? s->str() : std::string());
+        if (!s) throw GraphError(where + ": string value without its text");
+        values_.emplace_back(s->str());
         break;
       }
       case fbs::Value_IntList: {
@@ -270,22 +293,42 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   };
   read_io(graph->input_ids(), input_ids_, "graph input");
   read_io(graph->output_ids(), output_ids_, "graph output");
+  if (output_ids_.empty()) throw GraphError("graph has no outputs (corrupted)");
   for (int id : input_ids_) {
     Tensor& t = std::get<Tensor>(values_[id]);
     if (t.constant_id >= 0) throw GraphError("graph input " + std::to_string(id) + " is a constant");
     storages_[t.storage].is_input = true;
   }
 
-  // Constants: each ConstantRef must lie inside the constant segment and match
-  // its tensor's size in bytes.
+  // Constants lie in the segment as the writer puts them (serialization/blob.py): in
+  // order, each at the first aligned offset after the one before, the last ending the
+  // segment. So an offset or size that a corruption changed cannot point elsewhere.
+  uint64_t segment_end = 0;
+  for (uint32_t c = 0; c < num_constants; ++c) {
+    const fbs::ConstantRef* ref = fb_constants->Get(c);
+    const uint64_t offset = (segment_end + kConstantAlignment - 1) / kConstantAlignment * kConstantAlignment;
+    if (ref->offset() != offset || offset > view.constants_size ||
+        ref->nbytes() > view.constants_size - offset) {
+      throw GraphError("constant " + std::to_string(c) + " at " + std::to_string(ref->offset()) + "+" +
+                       std::to_string(ref->nbytes()) + " is not where the constant segment of " +
+                       std::to_string(view.constants_size) + " bytes puts it (" + std::to_string(offset) + ")");
+    }
+    segment_end = offset + ref->nbytes();
+  }
+  if (segment_end != view.constants_size) {
+    throw GraphError("the constants end at " + std::to_string(segment_end) + ", the constant segment at " +
+                     std::to_string(view.constants_size));
+  }
+  // Each constant belongs to one tensor (as the writer makes them) and matches its size in bytes.
+  std::vector<bool> constant_used(num_constants, false);
   for (auto& v : values_) {
     auto* t = std::get_if<Tensor>(&v);
     if (!t || t->constant_id < 0) continue;
-    const fbs::ConstantRef* ref = fb_constants->Get(static_cast<uint32_t>(t->constant_id));
-    if (ref->offset() > view.constants_size || ref->nbytes() > view.constants_size - ref->offset()) {
-      throw GraphError("constant " + std::to_string(t->constant_id) +
-                       " lies outside the constant segment");
+    if (constant_used[t->constant_id]) {
+      throw GraphError("constant " + std::to_string(t->constant_id) + " belongs to two tensors");
     }
+    constant_used[t->constant_id] = true;
+    const fbs::ConstantRef* ref = fb_constants->Get(static_cast<uint32_t>(t->constant_id));
     if (ref->nbytes() != t->max_nbytes()) {
       throw GraphError("constant " + std::to_string(t->constant_id) + " has " +
                        std::to_string(ref->nbytes()) + " bytes but its tensor " +
@@ -294,7 +337,12 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     }
   }
 
+  if (std::find(constant_used.begin(), constant_used.end(), false) != constant_used.end()) {
+    throw GraphError("a constant belongs to no tensor");
+  }
+  check_dataflow(graph);
   build_ops(graph);
+  check_memory_plan(graph);
   for (int id : output_ids_) {
     storages_[std::get<Tensor>(values_[id]).storage].is_output = true;
   }
@@ -302,6 +350,143 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   upload_constants(view.constants, view.constants_size, graph);
   create_descriptors();
   stream_ = std::make_unique<CommandStream>(ctx_);
+}
+
+// As serialization/blob.py _validate_dataflow: each op writes new values (Tensor,
+// SymInt or Null) and reads only tensors and SymInts written before it (graph
+// inputs, constants, earlier outputs); graph outputs are written. So no value is
+// used before it exists, none has two writers, and the chain has no cycle. Every
+// other value (scalar, list, null) is the argument of one op, once.
+void ComputeGraph::check_dataflow(const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  std::vector<bool> written(values_.size(), false);
+  for (int id : input_ids_) written[id] = true;
+  for (size_t id = 0; id < values_.size(); ++id) {
+    const auto* t = std::get_if<Tensor>(&values_[id]);
+    if (t && t->constant_id >= 0) written[id] = true;
+  }
+  auto is_data = [this](int id) {
+    return std::holds_alternative<Tensor>(values_[id]) || std::holds_alternative<SymInt>(values_[id]);
+  };
+  // Scalars, lists and nulls are made for the one argument that holds them.
+  std::vector<bool> used(values_.size(), false);
+  auto use_once = [&](int id, const std::string& where) {
+    if (is_data(id)) return;
+    if (used[id]) {
+      throw GraphError(where + " takes value " + std::to_string(id) + ", an argument of another op or list");
+    }
+    used[id] = true;
+  };
+  auto check_read = [&](int id, const std::string& where) {
+    use_once(id, where);
+    std::vector<int> ids{id};
+    if (const auto* list = std::get_if<ValueList>(&values_[id])) {
+      ids = list->ids;
+      for (int item : ids) use_once(item, where);
+    }
+    for (int item : ids) {
+      if (is_data(item) && !written[item]) {
+        throw GraphError(where + " reads value " + std::to_string(item) + " before any op writes it");
+      }
+    }
+  };
+  const auto* chain = graph->chain();
+  const uint32_t num_ops = chain ? chain->size() : 0;
+  for (uint32_t i = 0; i < num_ops; ++i) {
+    const fbs::OpCall* call = chain->Get(i);
+    const std::string where =
+        "op #" + std::to_string(i) + " (" + (call->name() ? call->name()->str() : std::string()) + ")";
+    const uint32_t num_args = call->args() ? call->args()->size() : 0;
+    if (call->num_outputs() < 1 || static_cast<uint32_t>(call->num_outputs()) > num_args) {
+      throw GraphError(where + " has " + std::to_string(call->num_outputs()) + " outputs among " +
+                       std::to_string(num_args) + " arguments");
+    }
+    const uint32_t num_inputs = num_args - static_cast<uint32_t>(call->num_outputs());
+    for (uint32_t a = 0; a < num_args; ++a) {
+      const int id = call->args()->Get(a);
+      if (id < 0 || static_cast<size_t>(id) >= values_.size()) {
+        throw GraphError(where + " refers to value " + std::to_string(id) + ", but the graph has " +
+                         std::to_string(values_.size()) + " values");
+      }
+      if (a < num_inputs) {
+        check_read(id, where);
+        continue;
+      }
+      if (!is_data(id) && !std::holds_alternative<Null>(values_[id])) {
+        throw GraphError(where + " outputs value " + std::to_string(id) + ", a " + value_kind(values_[id]));
+      }
+      use_once(id, where);
+      if (written[id]) {
+        throw GraphError(where + " writes value " + std::to_string(id) + ", which is already written");
+      }
+      written[id] = true;
+    }
+  }
+  for (int id : output_ids_) {
+    if (!written[id]) throw GraphError("graph output " + std::to_string(id) + " is never written");
+  }
+}
+
+// As backends/memory_planning.py plans it: the tensors of one shared memory object
+// are live at disjoint times, a view together with the tensor it views. A plan that
+// corruption changed would let one tensor overwrite another that is still to be read.
+// Lifetimes are op index ranges [first use, last use], the writing op included.
+void ComputeGraph::check_memory_plan(const void* fb_graph) {
+  if (num_mem_objs_ == 0) return;
+  const auto* chain = static_cast<const fbs::VkGraph*>(fb_graph)->chain();
+  const size_t num_values = values_.size();
+  std::vector<int64_t> first(num_values, -1), last(num_values, -1);
+  auto use = [&](int id, int64_t op) {
+    if (first[id] < 0) first[id] = op;
+    last[id] = op;
+  };
+  for (uint32_t i = 0; chain && i < chain->size(); ++i) {
+    const auto* args = chain->Get(i)->args();
+    for (uint32_t a = 0; args && a < args->size(); ++a) {
+      const int id = args->Get(a);  // in range: check_dataflow
+      if (const auto* list = std::get_if<ValueList>(&values_[id])) {
+        for (int item : list->ids) use(item, i);
+      } else {
+        use(id, i);
+      }
+    }
+  }
+  // The lifetime of each alias group (a tensor and the views of it), at its root.
+  auto root_of = [this](int id) {
+    for (size_t steps = 0; steps < values_.size(); ++steps) {
+      const int source = std::get<Tensor>(values_[id]).view_of;
+      if (source < 0) break;
+      id = source;
+    }
+    return id;
+  };
+  std::vector<int64_t> group_first(num_values, -1), group_last(num_values, -1);
+  for (size_t id = 0; id < num_values; ++id) {
+    const auto* t = std::get_if<Tensor>(&values_[id]);
+    if (!t || t->mem_obj_id < 0 || first[id] < 0) continue;
+    const int root = root_of(static_cast<int>(id));
+    group_first[root] = group_first[root] < 0 ? first[id] : std::min(group_first[root], first[id]);
+    group_last[root] = std::max(group_last[root], last[id]);
+  }
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> lifetimes(num_mem_objs_);
+  for (size_t id = 0; id < num_values; ++id) {
+    if (group_first[id] < 0) continue;
+    const Tensor& t = std::get<Tensor>(values_[id]);
+    if (t.mem_obj_id < 0) continue;  // a view of an unshared tensor: checked by add_view_node
+    lifetimes[t.mem_obj_id].emplace_back(group_first[id], group_last[id]);
+  }
+  for (size_t m = 0; m < num_mem_objs_; ++m) {
+    auto& spans = lifetimes[m];
+    std::sort(spans.begin(), spans.end());
+    for (size_t k = 1; k < spans.size(); ++k) {
+      if (spans[k].first <= spans[k - 1].second) {
+        throw GraphError("memory object " + std::to_string(m) + " holds tensors live at once (ops " +
+                         std::to_string(spans[k - 1].first) + "-" + std::to_string(spans[k - 1].second) +
+                         " and " + std::to_string(spans[k].first) + "-" + std::to_string(spans[k].second) +
+                         "): the memory plan is corrupted");
+      }
+    }
+  }
 }
 
 void ComputeGraph::build_ops(const void* fb_graph) {
@@ -323,7 +508,14 @@ void ComputeGraph::build_ops(const void* fb_graph) {
         args.push_back(id);
       }
     }
-    (*fn)(*this, args);
+    try {
+      (*fn)(*this, args);
+    } catch (const std::out_of_range& e) {
+      // Build functions take their arguments with args.at(): a call with too few is corrupted.
+      fail("an argument is missing (" + std::to_string(args.size()) + " given): " + e.what());
+    } catch (const std::bad_variant_access&) {
+      fail("an argument has the wrong kind of value");
+    }
   }
   current_op_.clear();
 }
@@ -385,6 +577,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   }
   o.storage = i.storage;
   o.is_view = true;
+  o.view_of = in;
   nodes_.emplace_back();
   Node& node = nodes_.back();
   node.op = op;

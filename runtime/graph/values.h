@@ -7,12 +7,15 @@
 #include <variant>
 #include <vector>
 
+#include "../printable.h"
+
 namespace vkd {
 
-// Any problem with a graph, its arguments or its inputs. The message names it.
+// Any problem with a graph, its arguments or its inputs. The message names it, in
+// printable ASCII (printable.h): it may quote bytes of a corrupted blob.
 class GraphError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit GraphError(const std::string& message) : std::runtime_error(printable_ascii(message)) {}
 };
 
 // Codes as in serialization/schema.fbs.
@@ -61,6 +64,7 @@ struct Tensor {
   int constant_id = -1;
   int mem_obj_id = -1;  // shared memory object from memory planning, or -1
   bool is_view = false; // shares the storage of another tensor (add_view_node)
+  int view_of = -1;     // that tensor's value id
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
   int64_t numel() const { return numel_of(sizes); }

@@ -33,12 +33,12 @@ class Bool(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
         if o != 0:
             return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
-        return False
+        return None
 
 def BoolStart(builder): builder.StartObject(1)
 def Start(builder):
     return BoolStart(builder)
-def BoolAddValue(builder, value): builder.PrependBoolSlot(0, value, 0)
+def BoolAddValue(builder, value): builder.PrependBoolSlot(0, value, None)
 def AddValue(builder, value):
     return BoolAddValue(builder, value)
 def BoolEnd(builder): return builder.EndObject()

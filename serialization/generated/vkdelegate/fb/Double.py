@@ -33,12 +33,12 @@ class Double(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
         if o != 0:
             return self._tab.Get(flatbuffers.number_types.Float64Flags, o + self._tab.Pos)
-        return 0.0
+        return None
 
 def DoubleStart(builder): builder.StartObject(1)
 def Start(builder):
     return DoubleStart(builder)
-def DoubleAddValue(builder, value): builder.PrependFloat64Slot(0, value, 0.0)
+def DoubleAddValue(builder, value): builder.PrependFloat64Slot(0, value, None)
 def AddValue(builder, value):
     return DoubleAddValue(builder, value)
 def DoubleEnd(builder): return builder.EndObject()

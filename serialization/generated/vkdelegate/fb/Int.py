@@ -33,12 +33,12 @@ class Int(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
         if o != 0:
             return self._tab.Get(flatbuffers.number_types.Int64Flags, o + self._tab.Pos)
-        return 0
+        return None
 
 def IntStart(builder): builder.StartObject(1)
 def Start(builder):
     return IntStart(builder)
-def IntAddValue(builder, value): builder.PrependInt64Slot(0, value, 0)
+def IntAddValue(builder, value): builder.PrependInt64Slot(0, value, None)
 def AddValue(builder, value):
     return IntAddValue(builder, value)
 def IntEnd(builder): return builder.EndObject()

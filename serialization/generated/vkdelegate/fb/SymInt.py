@@ -33,12 +33,12 @@ class SymInt(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(4))
         if o != 0:
             return self._tab.Get(flatbuffers.number_types.Int64Flags, o + self._tab.Pos)
-        return 0
+        return None
 
 def SymIntStart(builder): builder.StartObject(1)
 def Start(builder):
     return SymIntStart(builder)
-def SymIntAddValue(builder, value): builder.PrependInt64Slot(0, value, 0)
+def SymIntAddValue(builder, value): builder.PrependInt64Slot(0, value, None)
 def AddValue(builder, value):
     return SymIntAddValue(builder, value)
 def SymIntEnd(builder): return builder.EndObject()
