@@ -156,7 +156,7 @@ class _GraphBuilder:
                 self.output_ids[node] = outputs
             else:
                 self.tensor_ids[node] = outputs[0]
-            self.graph.chain.append(OpCall(op_name(node.target), tuple(args + outputs)))
+            self.graph.chain.append(OpCall(op_name(node.target), tuple(args + outputs), len(outputs)))
 
     def _fold(self, node: Node) -> Any:
         """Evaluates a node whose inputs are all constants, ahead of time."""

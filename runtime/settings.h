@@ -12,15 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "printable.h"
+
 #include "conv_variants.h"    // VKD_CONV_GEMM_VARIANT_NAMES, ..., generated from glsl/conv_variants.py
 #include "coopmm_variants.h"  // VKD_COOPMM_VARIANT_NAMES, generated from glsl/coopmm_variants.py
 
 namespace vkd {
 
-// An unknown setting or a value it does not accept; the message names both.
+// An unknown setting or a value it does not accept; the message names both, in
+// printable ASCII (printable.h): an environment value can hold any bytes.
 class SettingsError : public std::invalid_argument {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit SettingsError(const std::string& message) : std::invalid_argument(printable_ascii(message)) {}
 };
 
 enum class SettingScope { Process, Graph };

@@ -15,9 +15,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Vulkan loader and headers, lavapipe (Vulkan on the CPU), the validation layer,
-# the shader compiler and flatbuffers.
+# the shader compiler, flatbuffers and zlib (the blob's checksum).
 APT_PACKAGES="mesa-vulkan-drivers libvulkan-dev glslc spirv-tools vulkan-tools
-  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev ninja-build g++"
+  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev zlib1g-dev ninja-build g++"
 missing=""
 for p in $APT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

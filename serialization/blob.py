@@ -2,15 +2,30 @@
 
 Layout (all integers little endian):
 
-    [header, 48 bytes][VkGraph flatbuffer][zero pad to 64][constant segment]
+    [header, 56 bytes][VkGraph flatbuffer][zero pad to 64][constant segment]
+
+The header (HEADER_FORMAT), field by field:
+
+    magic             4 bytes  b"VKDB"
+    version           uint32   BLOB_VERSION; a loader refuses any other
+    header_size       uint32   56
+    flags             uint32   0
+    flatbuffer_offset uint64   56
+    flatbuffer_size   uint64
+    constants_offset  uint64   a multiple of 64, after the flatbuffer
+    constants_size    uint64   the blob ends at constants_offset + constants_size
+    checksum          uint32   CRC-32 (zlib) of every byte of the blob except these four
+    reserved          uint32   0
 
 The header is a fixed struct rather than part of the flatbuffer so that a
-loader can check every size and offset before it parses anything. Each
-constant starts at a 64-byte-aligned offset of the segment (aligned loads,
+loader can check the checksum and every size and offset before it parses
+anything: a corrupted file is an error that says so, never a different graph.
+Each constant starts at a 64-byte-aligned offset of the segment (aligned loads,
 and room to map constants straight into device memory).
 """
 
 import struct
+import zlib
 from typing import List, Sequence, Tuple
 
 import flatbuffers
@@ -53,15 +68,29 @@ from .graph_ir import (
 )
 
 MAGIC = b"VKDB"
-BLOB_VERSION = 1
-HEADER_FORMAT = "<4sIIIQQQQ"
-HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 48
+BLOB_VERSION = 2
+HEADER_FORMAT = "<4sIIIQQQQII"
+HEADER_SIZE = struct.calcsize(HEADER_FORMAT)  # 56
+CHECKSUM_OFFSET = struct.calcsize(HEADER_FORMAT[:-2])  # 48: the checksum field
 CONSTANT_ALIGNMENT = 64
 FILE_IDENTIFIER = b"VKDG"  # schema.fbs file_identifier
 
 
 def _align(offset: int) -> int:
     return -(-offset // CONSTANT_ALIGNMENT) * CONSTANT_ALIGNMENT
+
+
+def blob_checksum(blob: bytes) -> int:
+    """The checksum a blob's header should hold: CRC-32 of all bytes but the checksum field's."""
+    view = memoryview(blob)
+    return zlib.crc32(view[CHECKSUM_OFFSET + 4 :], zlib.crc32(view[:CHECKSUM_OFFSET]))
+
+
+def with_checksum(blob: bytes) -> bytes:
+    """blob with its header's checksum set to match its bytes (for tools and tests that edit blobs)."""
+    fixed = bytearray(blob)
+    struct.pack_into("<I", fixed, CHECKSUM_OFFSET, blob_checksum(fixed))
+    return bytes(fixed)
 
 
 # ----------------------------------------------------------------------------
@@ -93,6 +122,8 @@ def serialize_graph(graph: GraphIR) -> bytes:
         len(flatbuffer),
         constants_offset,
         segment_size,
+        0,  # checksum, set below
+        0,  # reserved
     )
     blob = bytearray(constants_offset + segment_size)
     blob[:HEADER_SIZE] = header
@@ -100,6 +131,7 @@ def serialize_graph(graph: GraphIR) -> bytes:
     for offset, data in zip(constant_offsets, graph.constants):
         start = constants_offset + offset
         blob[start : start + len(data)] = data
+    struct.pack_into("<I", blob, CHECKSUM_OFFSET, blob_checksum(blob))
     return bytes(blob)
 
 
@@ -193,6 +225,7 @@ def _build_flatbuffer(graph: GraphIR, constant_offsets: List[int]) -> bytes:
         FbOpCall.Start(builder)
         FbOpCall.AddName(builder, name)
         FbOpCall.AddArgs(builder, args)
+        FbOpCall.AddNumOutputs(builder, call.num_outputs)
         calls.append(FbOpCall.End(builder))
     chain = _table_vector(builder, calls)
 
@@ -255,15 +288,31 @@ def _split_blob(blob: bytes) -> Tuple[bytes, bytes]:
         flatbuffer_size,
         constants_offset,
         constants_size,
+        checksum,
+        reserved,
     ) = struct.unpack_from(HEADER_FORMAT, blob)
     if magic != MAGIC:
         raise ValueError(f"bad magic {magic!r} (expected {MAGIC!r}): not a vkdelegate blob")
+    if 0 < version < BLOB_VERSION:
+        raise ValueError(
+            f"blob version {version} is older than this reader's {BLOB_VERSION}: "
+            "re-export the model with this version of vkdelegate"
+        )
     if version != BLOB_VERSION:
         raise ValueError(f"blob version {version} is not supported (this reader reads version {BLOB_VERSION})")
     if header_size != HEADER_SIZE:
         raise ValueError(f"header_size is {header_size}, expected {HEADER_SIZE}")
-    if flags != 0:
-        raise ValueError(f"unknown header flags 0x{flags:x}")
+    blob_end = constants_offset + constants_size
+    if blob_end > len(blob):
+        raise ValueError(f"blob is truncated: header describes {blob_end} bytes, got {len(blob)}")
+    if blob_end < len(blob):
+        raise ValueError(f"blob has {len(blob) - blob_end} unexpected bytes after the constant segment")
+    if checksum != blob_checksum(blob):
+        raise ValueError(
+            f"checksum mismatch: the file is corrupted (header says {checksum}, the bytes give {blob_checksum(blob)})"
+        )
+    if flags != 0 or reserved != 0:
+        raise ValueError(f"unknown header flags 0x{flags:x}, 0x{reserved:x}")
     flatbuffer_end = flatbuffer_offset + flatbuffer_size
     if flatbuffer_offset < HEADER_SIZE or flatbuffer_end > constants_offset:
         raise ValueError(
@@ -272,11 +321,6 @@ def _split_blob(blob: bytes) -> Tuple[bytes, bytes]:
         )
     if constants_offset % CONSTANT_ALIGNMENT:
         raise ValueError(f"constants_offset {constants_offset} is not a multiple of {CONSTANT_ALIGNMENT}")
-    blob_end = constants_offset + constants_size
-    if blob_end > len(blob):
-        raise ValueError(f"blob is truncated: header describes {blob_end} bytes, got {len(blob)}")
-    if blob_end < len(blob):
-        raise ValueError(f"blob has {len(blob) - blob_end} unexpected bytes after the constant segment")
     flatbuffer = blob[flatbuffer_offset:flatbuffer_end]
     if len(flatbuffer) < 8 or not VkGraph.VkGraph.VkGraphBufferHasIdentifier(flatbuffer, 0):
         raise ValueError(f"flatbuffer lacks the file identifier {FILE_IDENTIFIER!r}")
@@ -349,7 +393,11 @@ def _read_flatbuffer(flatbuffer: bytes) -> Tuple[GraphIR, List[Tuple[int, int]]]
     for i in range(root.ChainLength()):
         call = root.Chain(i)
         graph.chain.append(
-            OpCall(_required_string(call.Name(), f"op {i} name"), tuple(call.Args(j) for j in range(call.ArgsLength())))
+            OpCall(
+                _required_string(call.Name(), f"op {i} name"),
+                tuple(call.Args(j) for j in range(call.ArgsLength())),
+                call.NumOutputs(),
+            )
         )
     graph.input_ids = [root.InputIds(i) for i in range(root.InputIdsLength())]
     graph.output_ids = [root.OutputIds(i) for i in range(root.OutputIdsLength())]
@@ -418,13 +466,53 @@ def _validate_graph(graph: GraphIR) -> None:
         elif isinstance(value, ValueListValue):
             for item in value.items:
                 check_id(item, f"value list {i}")
-    for i, call in enumerate(graph.chain):
-        if not call.name:
-            raise ValueError(f"op {i} has no name")
-        for value_id in call.args:
-            check_id(value_id, f"op {i} ({call.name})")
     for kind, ids in (("input", graph.input_ids), ("output", graph.output_ids)):
         for value_id in ids:
             check_id(value_id, f"graph {kind}")
             if not isinstance(graph.values[value_id], TensorValue):
                 raise ValueError(f"graph {kind} {value_id} is not a tensor")
+    _validate_dataflow(graph)
+
+
+def _validate_dataflow(graph: GraphIR) -> None:
+    """Each op writes new values and reads only values written before it.
+
+    Tensors and SymInts are written by the graph (inputs, constants) or by an op's
+    outputs; nothing is written twice, nothing read before it is written (so the
+    chain has no cycles). The C++ loader checks the same (ComputeGraph::parse).
+    """
+    input_ids = set(graph.input_ids)
+    written = input_ids | {
+        i for i, value in enumerate(graph.values) if isinstance(value, TensorValue) and value.constant_id != -1
+    }
+
+    def check_read(value_id: int, where: str) -> None:
+        value = graph.values[value_id]
+        if isinstance(value, ValueListValue):
+            for item in value.items:
+                check_read(item, where)
+        elif isinstance(value, (TensorValue, SymIntValue)) and value_id not in written:
+            raise ValueError(f"{where} reads value {value_id} before any op writes it")
+
+    for i, call in enumerate(graph.chain):
+        where = f"op {i} ({call.name})"
+        if not call.name:
+            raise ValueError(f"op {i} has no name")
+        for value_id in call.args:
+            if not 0 <= value_id < len(graph.values):
+                raise ValueError(f"{where} refers to value {value_id}, but the graph has {len(graph.values)} values")
+        if not 1 <= call.num_outputs <= len(call.args):
+            raise ValueError(f"{where} has {call.num_outputs} outputs among {len(call.args)} arguments")
+        num_inputs = len(call.args) - call.num_outputs
+        for value_id in call.args[:num_inputs]:
+            check_read(value_id, where)
+        for value_id in call.args[num_inputs:]:
+            value = graph.values[value_id]
+            if not isinstance(value, (TensorValue, SymIntValue, NullValue)):
+                raise ValueError(f"{where} outputs value {value_id}, a {type(value).__name__}")
+            if value_id in written:
+                raise ValueError(f"{where} writes value {value_id}, which is already written")
+            written.add(value_id)
+    for value_id in graph.output_ids:
+        if value_id not in written:
+            raise ValueError(f"graph output {value_id} is never written")

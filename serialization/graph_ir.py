@@ -131,6 +131,8 @@ class OpCall:
     name: str
     # Value ids: every schema argument in order, then every output.
     args: Tuple[int, ...]
+    # How many of args are outputs (the last ones).
+    num_outputs: int = 1
 
 
 @dataclass

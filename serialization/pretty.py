@@ -73,12 +73,12 @@ def _format_call(graph: GraphIR, call: OpCall) -> str:
             return _format_content(graph.values[value_id])
         return f"%{value_id}"
 
-    schema = _schema(call.name)
-    if schema is None or len(schema.arguments) + len(schema.returns) != len(call.args):
-        return f"{call.name}({', '.join(show(i) for i in call.args)})"
-    num_inputs = len(schema.arguments)
-    inputs = ", ".join(f"{argument.name}={show(i)}" for argument, i in zip(schema.arguments, call.args))
+    num_inputs = len(call.args) - call.num_outputs
     outputs = ", ".join(f"%{i}" for i in call.args[num_inputs:])
+    schema = _schema(call.name)
+    if schema is None or len(schema.arguments) != num_inputs:
+        return f"{outputs} = {call.name}({', '.join(show(i) for i in call.args[:num_inputs])})"
+    inputs = ", ".join(f"{argument.name}={show(i)}" for argument, i in zip(schema.arguments, call.args))
     return f"{outputs} = {call.name}({inputs})"
 
 

@@ -10,7 +10,7 @@ import vkdelegate.runtime as rt
 from executorch.runtime import Runtime
 from helpers import delegate_blob, load_method, lower
 
-HEADER = 48
+from vkdelegate.serialization.blob import HEADER_SIZE as HEADER
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 import filecmp
 import os
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,14 @@ from helpers import MLP, delegate_blob, lower
 
 from vkdelegate.serialization import blob as blob_module
 from vkdelegate.serialization import deserialize_blob, dump, serialize_graph
-from vkdelegate.serialization.blob import CONSTANT_ALIGNMENT, HEADER_FORMAT, HEADER_SIZE
+from vkdelegate.serialization.blob import (
+    CHECKSUM_OFFSET,
+    CONSTANT_ALIGNMENT,
+    HEADER_FORMAT,
+    HEADER_SIZE,
+    blob_checksum,
+    with_checksum,
+)
 from vkdelegate.serialization.generated.vkdelegate.fb.DType import DType as FbDType
 from vkdelegate.serialization.graph_ir import (
     BoolListValue,
@@ -57,7 +65,8 @@ def every_kind_graph() -> GraphIR:
     graph.chain.append(OpCall("aten.mm.default", (x, weight, planned)))
     graph.chain.append(OpCall("aten.relu.default", (planned, y)))
     graph.num_mem_objs = 1
-    graph.chain.append(OpCall("test.every_kind.default", (y, steps, mask, null, *scalars)))
+    outputs = (graph.add_value(TensorValue(DType.float32, (2, 5))), graph.add_value(NullValue()))
+    graph.chain.append(OpCall("test.every_kind.default", (y, steps, mask, null, *scalars, *outputs), num_outputs=2))
     graph.input_ids = [x]
     graph.output_ids = [y, x]
     graph.options = ["force_fp16=false"]
@@ -68,15 +77,26 @@ def _planned_id(graph: GraphIR) -> int:
     return next(i for i, v in enumerate(graph.values) if isinstance(v, TensorValue) and v.mem_obj_id >= 0)
 
 
+def _constant_id(graph: GraphIR) -> int:
+    return next(i for i, v in enumerate(graph.values) if isinstance(v, TensorValue) and v.constant_id >= 0)
+
+
+def _new_tensor(graph: GraphIR) -> int:
+    return graph.add_value(TensorValue(DType.float32, (2, 5)))
+
+
 def header_fields(blob: bytes) -> tuple:
     return struct.unpack_from(HEADER_FORMAT, blob)
 
 
 def with_header(blob: bytes, **changes) -> bytes:
-    names = ["magic", "version", "header_size", "flags", "fb_offset", "fb_size", "constants_offset", "constants_size"]
+    """blob with header fields changed, and its checksum made to match (unless a change sets it)."""
+    names = ["magic", "version", "header_size", "flags", "fb_offset", "fb_size", "constants_offset", "constants_size",
+             "checksum", "reserved"]
     fields = dict(zip(names, header_fields(blob)))
     fields.update(changes)
-    return struct.pack(HEADER_FORMAT, *fields.values()) + blob[HEADER_SIZE:]
+    changed = struct.pack(HEADER_FORMAT, *fields.values()) + blob[HEADER_SIZE:]
+    return changed if "checksum" in changes else with_checksum(changed)
 
 
 def serialize_unchecked(graph: GraphIR, monkeypatch) -> bytes:
@@ -96,8 +116,11 @@ def test_round_trip_of_every_value_kind():
 def test_layout():
     graph = every_kind_graph()
     blob = serialize_graph(graph)
-    magic, version, header_size, flags, fb_offset, fb_size, constants_offset, constants_size = header_fields(blob)
-    assert (magic, version, header_size, flags) == (b"VKDB", 1, 48, 0)
+    magic, version, header_size, flags, fb_offset, fb_size, constants_offset, constants_size, checksum, reserved = (
+        header_fields(blob)
+    )
+    assert (magic, version, header_size, flags, reserved) == (b"VKDB", 2, 56, 0, 0)
+    assert checksum == zlib.crc32(blob[:CHECKSUM_OFFSET] + blob[CHECKSUM_OFFSET + 4 :]) == blob_checksum(blob)
     assert fb_offset == HEADER_SIZE and blob[fb_offset + 4 : fb_offset + 8] == b"VKDG"
     assert constants_offset % CONSTANT_ALIGNMENT == 0 and constants_offset >= fb_offset + fb_size
     assert blob[fb_offset + fb_size : constants_offset] == bytes(constants_offset - fb_offset - fb_size)
@@ -140,13 +163,15 @@ def test_lowered_mlp_blob_round_trips():
     "change, message",
     [
         ({"magic": b"XXXX"}, "bad magic"),
-        ({"version": 2}, "version 2 is not supported"),
-        ({"header_size": 40}, "header_size is 40"),
+        ({"version": 3}, "version 3 is not supported"),
+        ({"version": 1}, "version 1 is older than this reader's 2: re-export"),
+        ({"header_size": 48}, "header_size is 48"),
+        ({"checksum": 0}, "checksum mismatch: the file is corrupted"),
         ({"flags": 1}, "unknown header flags"),
+        ({"reserved": 1}, "unknown header flags"),
         ({"fb_offset": 0}, "must lie between the header"),
         ({"fb_size": 1 << 20}, "must lie between the header"),
         ({"constants_offset": 1 << 20}, "truncated"),
-        ({"constants_offset": 1, "fb_size": 1, "fb_offset": 0}, "must lie between the header"),
         ({"constants_size": 0}, "unexpected bytes after the constant segment"),
     ],
 )
@@ -159,7 +184,7 @@ def test_corrupt_header_is_rejected(change, message):
 def test_unaligned_constants_offset_is_rejected():
     graph = GraphIR(values=[TensorValue(DType.float32, (4,))], input_ids=[0], output_ids=[0])
     blob = serialize_graph(graph)
-    _, _, _, _, fb_offset, fb_size, _, _ = header_fields(blob)
+    _, _, _, _, fb_offset, fb_size, _, _, _, _ = header_fields(blob)
     # Point the segment at an unaligned empty tail right after the flatbuffer.
     end = fb_offset + fb_size
     assert end % CONSTANT_ALIGNMENT
@@ -167,7 +192,7 @@ def test_unaligned_constants_offset_is_rejected():
         deserialize_blob(with_header(blob[:end], constants_offset=end, constants_size=0))
 
 
-@pytest.mark.parametrize("keep", [0, 10, 47, 48, 100, -1])
+@pytest.mark.parametrize("keep", [0, 10, 55, 56, 100, -1])
 def test_truncated_blob_is_rejected(keep):
     blob = serialize_graph(every_kind_graph())
     with pytest.raises(ValueError, match="shorter than|truncated"):
@@ -183,17 +208,19 @@ def test_trailing_bytes_are_rejected():
 def test_missing_file_identifier_is_rejected():
     blob = bytearray(serialize_graph(every_kind_graph()))
     blob[HEADER_SIZE + 4 : HEADER_SIZE + 8] = b"NOPE"
-    with pytest.raises(ValueError, match="file identifier"):
+    with pytest.raises(ValueError, match="checksum mismatch"):
         deserialize_blob(bytes(blob))
+    with pytest.raises(ValueError, match="file identifier"):
+        deserialize_blob(with_checksum(blob))
 
 
 def test_garbage_flatbuffer_is_rejected():
     blob = bytearray(serialize_graph(every_kind_graph()))
-    _, _, _, _, fb_offset, fb_size, _, _ = header_fields(bytes(blob))
+    _, _, _, _, fb_offset, fb_size, _, _, _, _ = header_fields(bytes(blob))
     # Keep the root offset and identifier; scribble over the tables.
     blob[fb_offset + 8 : fb_offset + fb_size] = b"\xff" * (fb_size - 8)
-    with pytest.raises(ValueError):
-        deserialize_blob(bytes(blob))
+    with pytest.raises(ValueError, match="malformed VkGraph"):
+        deserialize_blob(with_checksum(blob))
 
 
 @pytest.mark.parametrize(
@@ -208,6 +235,23 @@ def test_garbage_flatbuffer_is_rejected():
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), mem_obj_id=1)), "mem_obj_id 1 out of range"),
         (lambda g: g.output_ids.append(_planned_id(g)), "graph inputs, outputs and constants cannot share"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2, 3), min_sizes=(3, 1))), "min_sizes"),
+        # Dataflow: the planned tensor (mm writes it) and graph output 0 (relu writes it)
+        # are intermediates; graph input 0 and the constants are written by the graph.
+        (lambda g: g.chain.insert(0, OpCall("aten.relu.default", (_planned_id(g), _new_tensor(g)))),
+         "op 0 .* reads value 16 before any op writes it"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.output_ids[0]))),
+         "writes value 17, which is already written"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.input_ids[0]))),
+         "writes value 0, which is already written"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), _constant_id(g)))),
+         "writes value 1, which is already written"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g), g.add_value(IntValue(1))))),
+         "outputs value 21, a IntValue"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g),), num_outputs=2)),
+         "2 outputs among 1 arguments"),
+        (lambda g: g.chain.append(OpCall("aten.relu.default", (_planned_id(g),), num_outputs=0)),
+         "0 outputs among 1 arguments"),
+        (lambda g: g.output_ids.append(_new_tensor(g)), "graph output 21 is never written"),
     ],
 )
 def test_inconsistent_graph_is_rejected_by_writer_and_reader(corrupt, message, monkeypatch):
@@ -223,6 +267,7 @@ def test_constant_past_segment_end_is_rejected():
     graph = every_kind_graph()
     blob = serialize_graph(graph)
     fields = header_fields(blob)
+    assert fields[7] == 129
     # Cut the last constant short: the segment shrinks below its ConstantRef.
     with pytest.raises(ValueError, match="runs past"):
         deserialize_blob(with_header(blob[:-1], constants_size=fields[7] - 1))

@@ -1,5 +1,7 @@
 #include "blob.h"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <string>
 
@@ -15,7 +17,25 @@ T read_le(const uint8_t* p) {
   std::memcpy(&v, p, sizeof(T));  // x86 and ARM hosts are little endian
   return v;
 }
+
+// VkGraph nests at most VkGraph > values > ValueEntry > Tensor > sizes; anything
+// deeper is corruption.
+constexpr flatbuffers::uoffset_t kMaxGraphDepth = 16;
+// Every table takes at least 4 bytes of the buffer and our writer shares none, so a
+// buffer that makes the verifier visit more tables than size / 4 reuses tables
+// through corrupted offsets (which can make verification take very long).
+flatbuffers::uoffset_t max_graph_tables(uint64_t graph_bytes) {
+  return static_cast<flatbuffers::uoffset_t>(graph_bytes / 4 + 1);
+}
+// The flatbuffers library addresses buffers with 32-bit offsets.
+constexpr uint64_t kMaxGraphBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
 }  // namespace
+
+uint32_t blob_checksum(const uint8_t* blob, size_t size) {
+  constexpr size_t after = kBlobChecksumOffset + 4;
+  uLong crc = crc32_z(0, blob, kBlobChecksumOffset);
+  return static_cast<uint32_t>(crc32_z(crc, blob + after, size - after));
+}
 
 BlobView parse_blob(const uint8_t* blob, size_t size) {
   if (!blob || size < kBlobHeaderSize) {
@@ -27,29 +47,57 @@ BlobView parse_blob(const uint8_t* blob, size_t size) {
   }
   const uint32_t version = read_le<uint32_t>(blob + 4);
   const uint32_t header_size = read_le<uint32_t>(blob + 8);
-  const uint64_t fb_offset = read_le<uint64_t>(blob + 16);
-  const uint64_t fb_size = read_le<uint64_t>(blob + 24);
-  const uint64_t const_offset = read_le<uint64_t>(blob + 32);
-  const uint64_t const_size = read_le<uint64_t>(blob + 40);
   if (version > kBlobVersion) {
     throw GraphError("delegate blob has format version " + std::to_string(version) +
                      ", newer than this runtime's " + std::to_string(kBlobVersion) +
                      ": update the vkdelegate runtime or re-export with this version");
   }
+  if (version < kBlobVersion && version > 0) {
+    throw GraphError("delegate blob has format version " + std::to_string(version) +
+                     ", older than this runtime's " + std::to_string(kBlobVersion) +
+                     ": re-export the model with this version of vkdelegate");
+  }
   if (version == 0 || header_size != kBlobHeaderSize) {
     throw GraphError("delegate blob header is corrupted (version " + std::to_string(version) +
                      ", header size " + std::to_string(header_size) + ")");
   }
-  auto inside = [size](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
-  if (!inside(fb_offset, fb_size) || fb_offset < kBlobHeaderSize) {
-    throw GraphError("delegate blob is truncated or corrupted: graph at " +
-                     std::to_string(fb_offset) + "+" + std::to_string(fb_size) +
-                     " does not fit in " + std::to_string(size) + " bytes");
-  }
-  if (!inside(const_offset, const_size)) {
+  const uint32_t flags = read_le<uint32_t>(blob + 12);
+  const uint64_t fb_offset = read_le<uint64_t>(blob + 16);
+  const uint64_t fb_size = read_le<uint64_t>(blob + 24);
+  const uint64_t const_offset = read_le<uint64_t>(blob + 32);
+  const uint64_t const_size = read_le<uint64_t>(blob + 40);
+  const uint32_t checksum = read_le<uint32_t>(blob + kBlobChecksumOffset);
+  const uint32_t reserved = read_le<uint32_t>(blob + kBlobChecksumOffset + 4);
+  // The blob's size as its header gives it, checked before the checksum so that a
+  // cut-off file says so.
+  if (const_offset > size || const_size > size - const_offset) {
     throw GraphError("delegate blob is truncated or corrupted: constants at " +
                      std::to_string(const_offset) + "+" + std::to_string(const_size) +
                      " do not fit in " + std::to_string(size) + " bytes");
+  }
+  if (const_offset + const_size != size) {
+    throw GraphError("delegate blob is corrupted: its header describes " +
+                     std::to_string(const_offset + const_size) + " bytes, the blob has " +
+                     std::to_string(size));
+  }
+  const uint32_t expected = blob_checksum(blob, size);
+  if (checksum != expected) {
+    throw GraphError("delegate blob checksum mismatch: the file is corrupted (header says " +
+                     std::to_string(checksum) + ", the bytes give " + std::to_string(expected) + ")");
+  }
+  // A correct checksum over wrong fields means a writer bug, not a corrupted file.
+  if (flags != 0 || reserved != 0) {
+    throw GraphError("delegate blob header has unknown flags " + std::to_string(flags) + ", " +
+                     std::to_string(reserved));
+  }
+  if (fb_offset < kBlobHeaderSize || fb_offset > const_offset || fb_size > const_offset - fb_offset) {
+    throw GraphError("delegate blob is corrupted: graph at " + std::to_string(fb_offset) + "+" +
+                     std::to_string(fb_size) + " is not between the header and the constants at " +
+                     std::to_string(const_offset));
+  }
+  if (fb_size > kMaxGraphBytes) {
+    throw GraphError("delegate blob's graph is " + std::to_string(fb_size) +
+                     " bytes, above the flatbuffer limit of " + std::to_string(kMaxGraphBytes));
   }
   BlobView view;
   view.flatbuffer = blob + fb_offset;
@@ -61,7 +109,10 @@ BlobView parse_blob(const uint8_t* blob, size_t size) {
   }
   view.constants = blob + const_offset;
   view.constants_size = const_size;
-  flatbuffers::Verifier verifier(view.flatbuffer, fb_size);
+  flatbuffers::Verifier::Options limits;
+  limits.max_depth = kMaxGraphDepth;
+  limits.max_tables = max_graph_tables(fb_size);
+  flatbuffers::Verifier verifier(view.flatbuffer, fb_size, limits);
   if (!::vkdelegate::fb::VerifyVkGraphBuffer(verifier)) {
     throw GraphError("delegate blob's graph fails flatbuffer verification (corrupted)");
   }

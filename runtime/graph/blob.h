@@ -1,5 +1,5 @@
 // The delegate blob: [header][flatbuffer VkGraph][pad][constant segment].
-// Layout and field meanings: serialization/schema.fbs and serialization/blob.py.
+// Layout and field meanings: serialization/blob.py (header) and serialization/schema.fbs.
 #pragma once
 
 #include <cstddef>
@@ -8,8 +8,13 @@
 
 namespace vkd {
 
-constexpr uint32_t kBlobVersion = 1;
-constexpr size_t kBlobHeaderSize = 48;
+constexpr uint32_t kBlobVersion = 2;
+constexpr size_t kBlobHeaderSize = 56;
+// Where the header keeps the checksum (a uint32): the CRC-32 covers every byte of the
+// blob but these four.
+constexpr size_t kBlobChecksumOffset = 48;
+// Each constant's offset in the segment is a multiple of this.
+constexpr uint64_t kConstantAlignment = 64;
 
 struct BlobView {
   const uint8_t* flatbuffer = nullptr;  // verified VkGraph
@@ -19,8 +24,12 @@ struct BlobView {
   std::vector<uint64_t> aligned_copy;   // owns the flatbuffer if the blob was misaligned
 };
 
-// Checks the header (magic, version, every offset and size against the blob)
-// and runs the flatbuffers Verifier. Throws GraphError naming the problem.
+// Checks the header (magic, version, checksum, every offset and size against the
+// blob) and runs the flatbuffers Verifier. Throws GraphError naming the problem.
 BlobView parse_blob(const uint8_t* blob, size_t size);
+
+// The checksum of a blob of `size` bytes, as its header should hold it (size must
+// be at least kBlobHeaderSize). For tools that build or mutate blobs (the fuzz target).
+uint32_t blob_checksum(const uint8_t* blob, size_t size);
 
 }  // namespace vkd

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <variant>
 
 #include "../ops/op_registry.h"
 #include "blob.h"
@@ -113,6 +115,10 @@ double ComputeGraph::get_double(int id) {
 void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   const BlobView view = parse_blob(blob, size);  // header checks + flatbuffer verifier
   const fbs::VkGraph* graph = fbs::GetVkGraph(view.flatbuffer);
+  if (graph->version() != kBlobVersion) {
+    throw GraphError("graph version " + std::to_string(graph->version()) +
+                     " differs from the blob header's " + std::to_string(kBlobVersion) + " (corrupted)");
+  }
   const auto* fb_values = graph->values();
   const auto* fb_constants = graph->constants();
   const size_t num_constants = fb_constants ? fb_constants->size() : 0;
@@ -138,6 +144,12 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   for (size_t i = 0; i < n; ++i) {
     const fbs::ValueEntry* e = fb_values->Get(static_cast<uint32_t>(i));
     const std::string where = "value " + std::to_string(i);
+    // The verifier accepts a union whose type is set and whose table is absent;
+    // every value_as_X() below is then null.
+    if (!e->value() && e->value_type() != fbs::Value_Null) {
+      throw GraphError(where + ": value of type " + std::to_string(static_cast<int>(e->value_type())) +
+                       " has no table (corrupted)");
+    }
     switch (e->value_type()) {
       case fbs::Value_Tensor: {
         const fbs::Tensor* t = e->value_as_Tensor();
@@ -213,7 +225,8 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
       case fbs::Value_SymInt: values_.emplace_back(SymInt{e->value_as_SymInt()->value()}); break;
       case fbs::Value_String: {
         const auto* s = e->value_as_String()->value();
-        values_.emplace_back(s ? s->str() : std::string());
+        if (!s) throw GraphError(where + ": string value without its text");
+        values_.emplace_back(s->str());
         break;
       }
       case fbs::Value_IntList: {
@@ -286,6 +299,11 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
       throw GraphError("constant " + std::to_string(t->constant_id) +
                        " lies outside the constant segment");
     }
+    if (ref->offset() % kConstantAlignment != 0) {
+      throw GraphError("constant " + std::to_string(t->constant_id) + " offset " +
+                       std::to_string(ref->offset()) + " is not a multiple of " +
+                       std::to_string(kConstantAlignment));
+    }
     if (ref->nbytes() != t->max_nbytes()) {
       throw GraphError("constant " + std::to_string(t->constant_id) + " has " +
                        std::to_string(ref->nbytes()) + " bytes but its tensor " +
@@ -294,6 +312,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     }
   }
 
+  check_dataflow(graph);
   build_ops(graph);
   for (int id : output_ids_) {
     storages_[std::get<Tensor>(values_[id]).storage].is_output = true;
@@ -302,6 +321,66 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   upload_constants(view.constants, view.constants_size, graph);
   create_descriptors();
   stream_ = std::make_unique<CommandStream>(ctx_);
+}
+
+// As serialization/blob.py _validate_dataflow: each op writes new values (Tensor,
+// SymInt or Null) and reads only tensors and SymInts written before it (graph
+// inputs, constants, earlier outputs); graph outputs are written. So no value is
+// used before it exists, none has two writers, and the chain has no cycle.
+void ComputeGraph::check_dataflow(const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  std::vector<bool> written(values_.size(), false);
+  for (int id : input_ids_) written[id] = true;
+  for (size_t id = 0; id < values_.size(); ++id) {
+    const auto* t = std::get_if<Tensor>(&values_[id]);
+    if (t && t->constant_id >= 0) written[id] = true;
+  }
+  auto is_data = [this](int id) {
+    return std::holds_alternative<Tensor>(values_[id]) || std::holds_alternative<SymInt>(values_[id]);
+  };
+  auto check_read = [&](int id, const std::string& where) {
+    std::vector<int> ids{id};
+    if (const auto* list = std::get_if<ValueList>(&values_[id])) ids = list->ids;
+    for (int item : ids) {
+      if (is_data(item) && !written[item]) {
+        throw GraphError(where + " reads value " + std::to_string(item) + " before any op writes it");
+      }
+    }
+  };
+  const auto* chain = graph->chain();
+  const uint32_t num_ops = chain ? chain->size() : 0;
+  for (uint32_t i = 0; i < num_ops; ++i) {
+    const fbs::OpCall* call = chain->Get(i);
+    const std::string where =
+        "op #" + std::to_string(i) + " (" + (call->name() ? call->name()->str() : std::string()) + ")";
+    const uint32_t num_args = call->args() ? call->args()->size() : 0;
+    if (call->num_outputs() < 1 || static_cast<uint32_t>(call->num_outputs()) > num_args) {
+      throw GraphError(where + " has " + std::to_string(call->num_outputs()) + " outputs among " +
+                       std::to_string(num_args) + " arguments");
+    }
+    const uint32_t num_inputs = num_args - static_cast<uint32_t>(call->num_outputs());
+    for (uint32_t a = 0; a < num_args; ++a) {
+      const int id = call->args()->Get(a);
+      if (id < 0 || static_cast<size_t>(id) >= values_.size()) {
+        throw GraphError(where + " refers to value " + std::to_string(id) + ", but the graph has " +
+                         std::to_string(values_.size()) + " values");
+      }
+      if (a < num_inputs) {
+        check_read(id, where);
+        continue;
+      }
+      if (!is_data(id) && !std::holds_alternative<Null>(values_[id])) {
+        throw GraphError(where + " outputs value " + std::to_string(id) + ", a " + value_kind(values_[id]));
+      }
+      if (written[id]) {
+        throw GraphError(where + " writes value " + std::to_string(id) + ", which is already written");
+      }
+      written[id] = true;
+    }
+  }
+  for (int id : output_ids_) {
+    if (!written[id]) throw GraphError("graph output " + std::to_string(id) + " is never written");
+  }
 }
 
 void ComputeGraph::build_ops(const void* fb_graph) {
@@ -323,7 +402,14 @@ void ComputeGraph::build_ops(const void* fb_graph) {
         args.push_back(id);
       }
     }
-    (*fn)(*this, args);
+    try {
+      (*fn)(*this, args);
+    } catch (const std::out_of_range& e) {
+      // Build functions take their arguments with args.at(): a call with too few is corrupted.
+      fail("an argument is missing (" + std::to_string(args.size()) + " given): " + e.what());
+    } catch (const std::bad_variant_access&) {
+      fail("an argument has the wrong kind of value");
+    }
   }
   current_op_.clear();
 }

@@ -154,6 +154,7 @@ class ComputeGraph {
   // What binding b of a node sees: the whole storage, or its window.
   VkDescriptorBufferInfo tensor_binding(const Node& node, size_t b) const;
   void parse(const uint8_t* blob, size_t size);
+  void check_dataflow(const void* fb_graph);
   void build_ops(const void* fb_graph);
   void allocate();
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);

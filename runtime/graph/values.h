@@ -7,12 +7,15 @@
 #include <variant>
 #include <vector>
 
+#include "../printable.h"
+
 namespace vkd {
 
-// Any problem with a graph, its arguments or its inputs. The message names it.
+// Any problem with a graph, its arguments or its inputs. The message names it, in
+// printable ASCII (printable.h): it may quote bytes of a corrupted blob.
 class GraphError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit GraphError(const std::string& message) : std::runtime_error(printable_ascii(message)) {}
 };
 
 // Codes as in serialization/schema.fbs.

@@ -62,7 +62,14 @@ class OpCall(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
         return o == 0
 
-def OpCallStart(builder): builder.StartObject(2)
+    # OpCall
+    def NumOutputs(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
+        return 1
+
+def OpCallStart(builder): builder.StartObject(3)
 def Start(builder):
     return OpCallStart(builder)
 def OpCallAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -74,6 +81,9 @@ def AddArgs(builder, args):
 def OpCallStartArgsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def StartArgsVector(builder, numElems):
     return OpCallStartArgsVector(builder, numElems)
+def OpCallAddNumOutputs(builder, numOutputs): builder.PrependInt32Slot(2, numOutputs, 1)
+def AddNumOutputs(builder, numOutputs):
+    return OpCallAddNumOutputs(builder, numOutputs)
 def OpCallEnd(builder): return builder.EndObject()
 def End(builder):
     return OpCallEnd(builder)
