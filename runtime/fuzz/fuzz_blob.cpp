@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <vector>
 
+#include "graph/blob.h"
 #include "graph/compute_graph.h"
 #include "settings.h"
 #include "vk/context.h"
@@ -27,6 +29,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A heap copy of exactly `size` bytes, so that ASan sees any read past the blob's end.
   std::vector<uint8_t> blob(data, data + size);
+  // The header's checksum made right for the mutated bytes: otherwise nearly every
+  // mutant would stop at the checksum, and the verifier and everything after it
+  // would see none.
+  if (blob.size() >= vkd::kBlobHeaderSize) {
+    const uint32_t sum = vkd::blob_checksum(blob.data(), blob.size());
+    std::memcpy(blob.data() + vkd::kBlobChecksumOffset, &sum, sizeof(sum));
+  }
   try {
     auto graph = vkd::ComputeGraph::load(blob.data(), blob.size());
   } catch (const vkd::GraphError&) {
