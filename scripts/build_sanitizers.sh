@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-BUILD_DIR=${VKDELEGATE_SANITIZE_BUILD_DIR:-build/sanitize}
+BUILD_DIR=$(realpath -m "${VKDELEGATE_SANITIZE_BUILD_DIR:-build/sanitize}")
 
 # The same inputs setup.py gives CMake: the executorch wheel's and pybind11's CMake dirs,
 # PyPI's cmake (Debian 12's is too old), the glslc setup picked.
@@ -23,5 +23,5 @@ if [ -z "$glslc" ] && [ -x .glslc/glslc ]; then glslc="$PWD/.glslc/glslc"; fi
 "$cmake_bin" -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DVKDELEGATE_SANITIZE=ON \
   -Dexecutorch_DIR="$et_dir" -Dpybind11_DIR="$pybind_dir" -DPython3_EXECUTABLE="$(command -v "$PYTHON")" \
-  -DVKDELEGATE_OUTPUT_DIR="$PWD/$BUILD_DIR/out" ${glslc:+-DVKDELEGATE_GLSLC="$glslc"} >/dev/null
+  -DVKDELEGATE_OUTPUT_DIR="$BUILD_DIR/out" ${glslc:+-DVKDELEGATE_GLSLC="$glslc"} >/dev/null
 "$cmake_bin" --build "$BUILD_DIR" -j "$(nproc)" "$@"
