@@ -168,7 +168,10 @@ const Settings& graph_defaults() {
 Settings with_overrides(const Settings& base, const SettingOverrides& overrides) {
   Settings s = base;
   const SettingScope graph = SettingScope::Graph;
-  for (const auto& [name, value] : overrides) {
+  for (const auto& entry : overrides) {
+    // Not a structured binding: a lambda below captures name (C++17; clang before 16).
+    const std::string& name = entry.first;
+    const auto& value = entry.second;
     SettingScope found = SettingScope::Graph;
     if (set_one(s, name, value, &graph, found)) continue;
     std::string names;

@@ -2,9 +2,18 @@
 # Installs everything vkdelegate needs on a fresh Debian 12 machine and builds it
 # (editable install of this checkout). Safe to run again: it skips what is there.
 #   PYTHON=python3.11 bash scripts/setup.sh   picks the interpreter
+#   bash scripts/setup.sh --tests              also what the tests need (scripts/test.sh):
+#                                              clang-14 and the sanitizer build (build/sanitize)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+TESTS=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) TESTS=1 ;;
+    *) echo "usage: bash scripts/setup.sh [--tests]" >&2; exit 2 ;;
+  esac
+done
 
 # Phase times, printed at the end (CI shows them, so a slower setup shows itself).
 PHASES=""
@@ -54,6 +63,21 @@ phase_done "glslc"
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
 phase_done "build"
+if [ "$TESTS" -eq 1 ]; then
+  # clang-14 with its libFuzzer, ASan and UBSan runtimes, for the fuzz target and the
+  # ASan+UBSan runtime (tests/sanitizers.py).
+  for p in clang-14 libclang-rt-14-dev; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing_test="${missing_test:-} $p"
+  done
+  if [ -n "${missing_test:-}" ]; then
+    echo "[setup] installing Debian packages for the tests:$missing_test"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing_test >/dev/null
+  fi
+  echo "[setup] building the sanitizer targets (build/sanitize)"
+  PYTHON="$PYTHON" bash scripts/build_sanitizers.sh
+  phase_done "sanitizer-build"
+fi
 "$PYTHON" - <<'PY'
 import vkdelegate.runtime as rt
 if rt.is_available():

@@ -1,5 +1,7 @@
 """Helpers shared by the tests: lower a module, look at what came out, run it."""
 import functools
+import hashlib
+import os
 from dataclasses import dataclass
 from typing import List
 
@@ -56,6 +58,39 @@ def lower(module: torch.nn.Module, inputs, options=None, dynamic_shapes=None, pa
     return to_edge_transform_and_lower(program, partitioner=[partitioner or VulkanPartitioner(options)])
 
 
+# VKDELEGATE_FUZZ_SEEDS=DIR: the suite keeps what it lowers for the fuzz and sanitizer stage
+# (tests/sanitizers.py): DIR/blobs/ the delegate blobs of every registry batch and example
+# model, DIR/pte/ the example models' programs. Unset: nothing is written.
+FUZZ_SEEDS_DIR = os.environ.get("VKDELEGATE_FUZZ_SEEDS")
+# Larger blobs (models with big weights) would slow every fuzz input; their graphs are
+# like the small ones'.
+MAX_SEED_BYTES = 1 << 20
+MAX_SEED_PTE_BYTES = 64 << 20
+
+
+def keep_fuzz_seeds(edge_manager, pte: bytes = None, name: str = None) -> None:
+    """With VKDELEGATE_FUZZ_SEEDS set, writes the program's delegate blobs (named by their
+    hash, so a blob lowered twice is kept once) and, given, its .pte as NAME.pte."""
+    if not FUZZ_SEEDS_DIR:
+        return
+    for module in lowered_modules(edge_manager):
+        blob = module.processed_bytes
+        if module.backend_id != "VkDelegateBackend" or len(blob) > MAX_SEED_BYTES:
+            continue
+        _write_new(os.path.join(FUZZ_SEEDS_DIR, "blobs", hashlib.sha1(blob).hexdigest() + ".blob"), blob)
+    if pte is not None and len(pte) <= MAX_SEED_PTE_BYTES:
+        _write_new(os.path.join(FUZZ_SEEDS_DIR, "pte", name + ".pte"), pte)
+
+
+def _write_new(path: str, data: bytes) -> None:
+    # Written aside and renamed: pytest-xdist workers write the same seeds side by side.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 @dataclass(frozen=True)
 class LoweredModel:
     model: torch.nn.Module
@@ -71,7 +106,9 @@ def lowered_model(name: str, force_fp16: bool = False) -> LoweredModel:
     model's tests share an xdist group (`model_group`) so that they run in one process."""
     model, inputs = MODELS[name]()
     edge = lower(model, inputs, {"force_fp16": True} if force_fp16 else None)
-    return LoweredModel(model, tuple(inputs), edge, edge.to_executorch().buffer)
+    lowered = LoweredModel(model, tuple(inputs), edge, edge.to_executorch().buffer)
+    keep_fuzz_seeds(edge, lowered.pte, name + ("_fp16" if force_fp16 else ""))
+    return lowered
 
 
 def model_group(name: str):

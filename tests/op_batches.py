@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import pytest
 import torch
 
-from helpers import delegate_calls, delegated_targets, load_method, lower, output_dtypes
+from helpers import delegate_calls, delegated_targets, keep_fuzz_seeds, load_method, lower, output_dtypes
 
 # Samples per program: lowering time grows slowly with the samples in it; a failed
 # batch costs each of its samples a program of its own.
@@ -114,6 +114,7 @@ def run_batch(cases: Sequence[Tuple[str, torch.nn.Module, tuple]],
                 given = run(case_id)
                 run_inputs.extend(inputs if given is None else given)
             run_outputs.append(list(method.execute(run_inputs)))
+        keep_fuzz_seeds(em)  # a blob that loaded and ran: a fuzz seed
     except Exception as e:  # any failure: every sample runs alone and shows its own error
         reason = f"its batch failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
         result.alone = {case_id: reason for case_id, _, _ in cases}

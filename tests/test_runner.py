@@ -96,3 +96,20 @@ def test_runner_pipeline_stats_lists_the_kernels_it_ran(tmp_path):
         assert missing or p["statistics"], p
     r = run_runner("--model", str(pte), "--iters", "1", "--pipeline-ir", str(tmp_path / "ir"))
     assert r.returncode == 0, r.stderr
+
+
+def test_runner_runs_raw_blobs_and_names_a_bad_one(tmp_path):
+    """--blob: each delegate blob loaded and run in one process; a corrupted one is rejected
+    with the loader's error, the others still run, and the exit status says one failed."""
+    class AddRelu(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x + y)
+
+    blob = delegate_blob(lower(AddRelu(), (torch.randn(4, 8), torch.randn(4, 8))))
+    (tmp_path / "a_good.blob").write_bytes(blob)
+    (tmp_path / "b_cut.blob").write_bytes(blob[:-8])
+    r = run_runner("--blob", str(tmp_path), "--iters", "2")
+    lines = [line for line in r.stdout.splitlines() if line.startswith("blob ")]
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert len(lines) == 2 and ": ran (2 inputs, 1 outputs" in lines[0], r.stdout
+    assert "b_cut.blob: rejected: delegate blob is" in lines[1], r.stdout

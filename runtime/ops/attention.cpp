@@ -15,7 +15,7 @@ constexpr int64_t kMaxHeadDim = 256;  // sdpa.glsl: MAX_E, and 4 accumulators pe
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 //                              is_causal=False, *, scale=None, enable_gqa=False)
-void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
+void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 9) g.fail("expected 8 arguments and 1 output");
   const int q = a[0], k = a[1], v = a[2], out = a[8];
   const int mask = g.is_null(a[3]) ? -1 : a[3];
@@ -98,7 +98,7 @@ void add_sdpa(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
-void add_rms_norm(ComputeGraph& g, const std::vector<int>& a) {
+void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 5) g.fail("expected 4 arguments and 1 output");
   const int in = a[0], out = a[4];
   const int weight = g.is_null(a[2]) ? -1 : a[2];

@@ -33,7 +33,7 @@ Sizes cat_sizes(ComputeGraph& g, const std::vector<int>& ins, int64_t dim) {
 }
 
 // cat(Tensor[] tensors, int dim=0)
-void add_cat(ComputeGraph& g, const std::vector<int>& a) {
+void add_cat(ComputeGraph& g, const OpArgs& a) {
   const std::vector<int> ins = g.get_value_list(a.at(0)).ids;
   const int64_t dim = g.get_int(a.at(1));
   const int out = a.back();

@@ -2,6 +2,7 @@
 // optional bias; transposed with output_padding. 1-D runs as 2-D with H = 1.
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "../vk/pipeline.h"
 #include "conv_choice.h"
@@ -53,7 +54,7 @@ ConvShape conv_shape(ComputeGraph& g, const Tensor& x, const Tensor& w, int64_t 
 }
 
 // `a`: the nine arguments, then the output.
-void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue epi) {
+void add_convolution_fused(ComputeGraph& g, const OpArgs& a, Epilogue epi) {
   const int in = a[0], weight = a[1], bias = g.is_null(a[2]) ? -1 : a[2], out = a[9];
   require_float_same(g, {in, weight, bias, out, epi.residual});
   const Tensor& x = g.tensor(in);
@@ -63,11 +64,14 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
   }
   if (w.dim() != x.dim()) g.fail("weight rank does not match the input rank");
   const int spatial = static_cast<int>(x.dim()) - 2;
-  const auto [sh, sw] = hw(g, a[3], spatial, 1, "stride");
-  const auto [ph, pw] = hw(g, a[4], spatial, 0, "padding");
-  const auto [dh, dw] = hw(g, a[5], spatial, 1, "dilation");
+  // Plain variables, not structured bindings: the update lambda captures them, which
+  // C++17 (and clang before 16, the sanitizer build's compiler) does not allow for bindings.
+  int64_t sh, sw, ph, pw, dh, dw, oph, opw;
+  std::tie(sh, sw) = hw(g, a[3], spatial, 1, "stride");
+  std::tie(ph, pw) = hw(g, a[4], spatial, 0, "padding");
+  std::tie(dh, dw) = hw(g, a[5], spatial, 1, "dilation");
   const bool transposed = g.get_bool(a[6]);
-  const auto [oph, opw] = hw(g, a[7], spatial, 0, "output_padding");
+  std::tie(oph, opw) = hw(g, a[7], spatial, 0, "output_padding");
   const int64_t groups = g.get_int(a[8]);
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || ph < 0 || pw < 0 || oph < 0 || opw < 0 || groups < 1) {
     g.fail("stride and dilation must be positive, padding and output_padding non-negative, groups positive");
@@ -193,14 +197,14 @@ void add_convolution_fused(ComputeGraph& g, const std::vector<int>& a, Epilogue 
 }
 
 // convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
-void add_convolution(ComputeGraph& g, const std::vector<int>& a) {
+void add_convolution(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 10) g.fail("expected 9 arguments and 1 output");
   add_convolution_fused(g, a, Epilogue{});
 }
 
 // et_vk.vkd_conv2d_clamp: the convolution's arguments, min and max (inf: no
 // bound), an optional residual added before the clamp; then the output.
-void add_conv2d_clamp(ComputeGraph& g, const std::vector<int>& a) {
+void add_conv2d_clamp(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 13) g.fail("expected 12 arguments and 1 output");
   Epilogue epi;
   epi.clamp = true;
@@ -210,7 +214,7 @@ void add_conv2d_clamp(ComputeGraph& g, const std::vector<int>& a) {
   epi.residual = g.is_null(a[11]) ? -1 : a[11];
   std::vector<int> conv_args(a.begin(), a.begin() + 9);
   conv_args.push_back(a[12]);
-  add_convolution_fused(g, conv_args, epi);
+  add_convolution_fused(g, std::move(conv_args), epi);
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ void add_clamp(ComputeGraph& g, int in, int out, int min_id, int max_id) {
   add_unary(g, in, out, "unary_clamp", Types::Any, p);
 }
 
-using Args = std::vector<int>;
+using Args = OpArgs;
 
 }  // namespace
 

@@ -35,7 +35,7 @@ const BlockFormat& format_of(ComputeGraph& g, int64_t ggml_type) {
 }
 
 // vkd_linear_gguf(x, weight, ggml_type, n, k, bias=None) -> out
-void add_linear_gguf(ComputeGraph& g, const std::vector<int>& a) {
+void add_linear_gguf(ComputeGraph& g, const OpArgs& a) {
   const int x = a.at(0), weight = a.at(1), bias = g.is_null(a.at(5)) ? -1 : a.at(5), out = a.back();
   require_float(g, x);
   require_float(g, out);

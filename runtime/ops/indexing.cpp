@@ -108,7 +108,7 @@ void add_row_gather(ComputeGraph& g, int out, int in, const std::vector<int>& in
 }
 
 // index_select(self, dim, index): index is 0-d or 1-D.
-void add_index_select(ComputeGraph& g, const std::vector<int>& a) {
+void add_index_select(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), index = a.at(2), out = a.back();
   const int64_t dim = g.get_int(a.at(1));
   if (g.tensor(in).dim() == 0) g.fail("index_select of a 0-d tensor is not supported");
@@ -134,7 +134,7 @@ void add_index_select(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): rows of weight.
-void add_embedding(ComputeGraph& g, const std::vector<int>& a) {
+void add_embedding(ComputeGraph& g, const OpArgs& a) {
   const int weight = a.at(0), indices = a.at(1), out = a.back();
   if (g.tensor(weight).dim() != 2) g.fail("embedding weight must be 2-D");
   add_row_gather(g, out, weight, {indices}, [=](ComputeGraph& g) {
@@ -155,7 +155,7 @@ void add_embedding(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // gather(self, dim, index, *, sparse_grad): out[c] = self[c with c[dim] = index[c]].
-void add_gather_op(ComputeGraph& g, const std::vector<int>& a) {
+void add_gather_op(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), index = a.at(2), out = a.back();
   const int64_t dim = g.get_int(a.at(1));
   if (std::max<int64_t>(g.tensor(index).dim(), 1) != std::max<int64_t>(g.tensor(in).dim(), 1)) {
@@ -191,7 +191,7 @@ void add_gather_op(ComputeGraph& g, const std::vector<int>& a) {
 // index.Tensor(self, indices: Tensor?[]): advanced indexing. The index tensors
 // broadcast to one shape B; B replaces the indexed dims where they are adjacent,
 // and leads the output otherwise (NumPy's rule).
-void add_index_tensor(ComputeGraph& g, const std::vector<int>& a) {
+void add_index_tensor(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), out = a.back();
   const std::vector<int> items = g.get_value_list(a.at(1)).ids;
   std::vector<int> positions, indices;
@@ -248,7 +248,7 @@ int32_t int_fill(ComputeGraph& g, double v) {
 }
 
 // constant_pad_nd(self, pad, value): pad[2i], pad[2i+1] go before and after dim rank-1-i.
-void add_constant_pad(ComputeGraph& g, const std::vector<int>& a) {
+void add_constant_pad(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), out = a.back();
   require_same_dtype(g, {in, out});
   const IntList pad = g.get_int_list(a.at(1));
@@ -284,7 +284,7 @@ void add_constant_pad(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // repeat(self, repeats): the input, aligned right, tiled repeats[d] times along each dim.
-void add_repeat(ComputeGraph& g, const std::vector<int>& a) {
+void add_repeat(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), out = a.back();
   require_same_dtype(g, {in, out});
   const IntList repeats = g.get_int_list(a.at(1));
@@ -313,7 +313,7 @@ void add_repeat(ComputeGraph& g, const std::vector<int>& a) {
 
 // roll(self, shifts, dims): out[c] = in[(c - shift) mod size] along each dim;
 // without dims, over the flattened tensor.
-void add_roll(ComputeGraph& g, const std::vector<int>& a) {
+void add_roll(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), out = a.back();
   require_same_dtype(g, {in, out});
   const IntList shifts = g.get_int_list(a.at(1));
@@ -378,7 +378,7 @@ VKD_REGISTER_OPS(register_indexing_ops) {
   register_op("aten.repeat.default", add_repeat);
   register_op("aten.roll.default", add_roll);
   // full(size, fill_value, *, dtype, layout, device, pin_memory)
-  register_op("aten.full.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.full.default", [](ComputeGraph& g, const OpArgs& a) {
     const IntList size = g.get_int_list(a.at(0));
     for (int64_t s : size) {
       if (s < 0) g.fail("full sizes must not be negative");
@@ -386,16 +386,16 @@ VKD_REGISTER_OPS(register_indexing_ops) {
     add_fill(g, a.back(), g.get_double(a.at(1)), 0.0, [size](ComputeGraph&) { return Sizes(size.begin(), size.end()); });
   });
   // full_like(self, fill_value, *, dtype, layout, device, pin_memory, memory_format)
-  register_op("aten.full_like.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.full_like.default", [](ComputeGraph& g, const OpArgs& a) {
     const int in = a.at(0);
     add_fill(g, a.back(), g.get_double(a.at(1)), 0.0, [in](ComputeGraph& g) { return g.tensor(in).sizes; });
   });
   // scalar_tensor(s, *, dtype, layout, device, pin_memory)
-  register_op("aten.scalar_tensor.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.scalar_tensor.default", [](ComputeGraph& g, const OpArgs& a) {
     add_fill(g, a.back(), g.get_double(a.at(0)), 0.0, [](ComputeGraph&) { return Sizes{}; });
   });
   // arange.start_step(start, end, step, *, dtype, layout, device, pin_memory)
-  register_op("aten.arange.start_step", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.arange.start_step", [](ComputeGraph& g, const OpArgs& a) {
     const double start = g.get_double(a.at(0)), end = g.get_double(a.at(1)), step = g.get_double(a.at(2));
     if (step == 0.0 || (end - start) / step < 0.0) g.fail("arange needs a step toward end");
     const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));

@@ -193,20 +193,20 @@ Problem linear_shape(ComputeGraph& g, const std::vector<int>& ids) {
 
 VKD_REGISTER_OPS(register_matmul_ops) {
   // mm(self, mat2)
-  register_op("aten.mm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.mm.default", [](ComputeGraph& g, const OpArgs& a) {
     add_matmul(g, {a.at(0), a.at(1), -1, a.back()}, mm_shape, 1.f, 0.f);
   });
   // bmm(self, mat2)
-  register_op("aten.bmm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.bmm.default", [](ComputeGraph& g, const OpArgs& a) {
     add_matmul(g, {a.at(0), a.at(1), -1, a.back()}, bmm_shape, 1.f, 0.f);
   });
   // addmm(self, mat1, mat2, *, beta=1, alpha=1)
-  register_op("aten.addmm.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.addmm.default", [](ComputeGraph& g, const OpArgs& a) {
     add_matmul(g, {a.at(1), a.at(2), a.at(0), a.back()}, mm_shape,
                static_cast<float>(g.get_double(a.at(4))), static_cast<float>(g.get_double(a.at(3))));
   });
   // linear(input, weight, bias=None)
-  register_op("aten.linear.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.linear.default", [](ComputeGraph& g, const OpArgs& a) {
     const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
     add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f);
   });

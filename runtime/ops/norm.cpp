@@ -13,7 +13,7 @@ constexpr LocalSize kNormLongLocal{256, 1, 1};
 constexpr int64_t kLongRow = 1024;
 
 // native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
-void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
+void add_layer_norm(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 8) g.fail("expected 5 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[2]) ? -1 : a[2], bias = g.is_null(a[3]) ? -1 : a[3];
   const int out = a[5], mean = a[6], rstd = a[7];
@@ -52,7 +52,7 @@ void add_layer_norm(ComputeGraph& g, const std::vector<int>& a) {
 // _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
 //                                      momentum, eps) -> (out, save_mean, save_rstd)
 // In inference the two saved statistics are empty tensors.
-void add_batch_norm(ComputeGraph& g, const std::vector<int>& a) {
+void add_batch_norm(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 10) g.fail("expected 7 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
   const int mean = a[3], var = a[4], out = a[7], save_mean = a[8], save_rstd = a[9];
@@ -80,7 +80,7 @@ void add_batch_norm(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd)
-void add_group_norm(ComputeGraph& g, const std::vector<int>& a) {
+void add_group_norm(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 11) g.fail("expected 8 arguments and 3 outputs");
   const int in = a[0], weight = g.is_null(a[1]) ? -1 : a[1], bias = g.is_null(a[2]) ? -1 : a[2];
   const int out = a[8], mean = a[9], rstd = a[10];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,28 @@
 
 namespace vkd {
 
-// `args` are value ids: the op's schema arguments in order, then its outputs.
-using OpBuildFn = std::function<void(ComputeGraph&, const std::vector<int>& args)>;
+// An op's arguments: value ids, the op's schema arguments in order, then its
+// outputs. Every access is checked (std::out_of_range, which build_ops turns into an
+// error naming the op): a corrupted blob can give an op fewer arguments than its
+// schema has, and the build functions index them freely.
+class OpArgs {
+ public:
+  OpArgs(std::vector<int> ids) : ids_(std::move(ids)) {}  // implicit: build_ops passes its list
+  int operator[](size_t i) const { return ids_.at(i); }
+  int at(size_t i) const { return ids_.at(i); }
+  int back() const {
+    if (ids_.empty()) throw std::out_of_range("the op has no arguments");
+    return ids_.back();
+  }
+  size_t size() const { return ids_.size(); }
+  std::vector<int>::const_iterator begin() const { return ids_.begin(); }
+  std::vector<int>::const_iterator end() const { return ids_.end(); }
+
+ private:
+  std::vector<int> ids_;
+};
+
+using OpBuildFn = std::function<void(ComputeGraph&, const OpArgs& args)>;
 
 void register_op(const std::string& name, OpBuildFn fn);
 const OpBuildFn* find_op(const std::string& name);

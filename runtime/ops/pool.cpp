@@ -89,7 +89,7 @@ Window window_args(ComputeGraph& g, int kernel, int stride, int padding) {
 
 VKD_REGISTER_OPS(register_pool_ops) {
   // max_pool2d_with_indices(self, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False) -> (out, indices)
-  register_op("aten.max_pool2d_with_indices.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.max_pool2d_with_indices.default", [](ComputeGraph& g, const OpArgs& a) {
     if (a.size() != 8) g.fail("expected 6 arguments and 2 outputs");
     Window w = window_args(g, a[1], a[2], a[3]);
     std::tie(w.dh, w.dw) = pair_arg(g, a[4], {1, 1}, "dilation");
@@ -99,7 +99,7 @@ VKD_REGISTER_OPS(register_pool_ops) {
     add_pool(g, "max_pool2d", {a[6], a[7]}, a[0], w, false, 0, false, {0, 0});
   });
   // avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)
-  register_op("aten.avg_pool2d.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.avg_pool2d.default", [](ComputeGraph& g, const OpArgs& a) {
     if (a.size() != 8) g.fail("expected 7 arguments and 1 output");
     Window w = window_args(g, a[1], a[2], a[3]);
     w.ceil_mode = g.get_bool(a[4]);
@@ -109,7 +109,7 @@ VKD_REGISTER_OPS(register_pool_ops) {
     add_pool(g, "avg_pool2d", {a[7]}, a[0], w, g.get_bool(a[5]), divisor, false, {0, 0});
   });
   // _adaptive_avg_pool2d(self, output_size)
-  register_op("aten._adaptive_avg_pool2d.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten._adaptive_avg_pool2d.default", [](ComputeGraph& g, const OpArgs& a) {
     const auto hw = pair_arg(g, a.at(1), {0, 0}, "output_size");
     if (hw.first < 1 || hw.second < 1) g.fail("output_size must be positive");
     add_pool(g, "adaptive_avg_pool2d", {a.back()}, a.at(0), Window{1, 1, 1, 1, 0, 0}, false, 0, true, hw);

@@ -4,6 +4,7 @@
 // int8 tensors are stored as int32 (values.h); packing four per word is a later
 // optimization.
 #include <cmath>
+#include <tuple>
 
 #include "op_utils.h"
 #include "shader_params.h"  // Q8taConvertParams, Q8taConvParams, Q8taLinearParams, Q8taAddParams: glsl/q8ta_*.glsl
@@ -51,7 +52,7 @@ Requant requant_args(ComputeGraph& g, int scale, int zero_point, int out_min, in
 
 // quantize_per_tensor(input, scale, zero_point, quant_min, quant_max, dtype) and
 // dequantize_per_tensor(..., dtype, *, out_dtype=None): int8 only.
-void add_convert(ComputeGraph& g, const std::vector<int>& a, bool quantize) {
+void add_convert(ComputeGraph& g, const OpArgs& a, bool quantize) {
   const int in = a.at(0), out = a.back();
   if (g.get_int(a.at(5)) != static_cast<int64_t>(DType::Int8)) g.fail("only int8 quantization is supported");
   if (!quantize && a.size() == 8 && !g.is_null(a.at(6)) && g.get_int(a.at(6)) != static_cast<int64_t>(DType::Float32)) {
@@ -108,7 +109,7 @@ std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, const char* what) 
 
 // vkd_q8ta_conv2d(x, x_scale, x_zero_point, weight, weight_scales, weight_zero_points, bias?,
 //                 stride, padding, dilation, groups, out_scale, out_zero_point, out_min, out_max)
-void add_q8ta_conv2d(ComputeGraph& g, const std::vector<int>& a) {
+void add_q8ta_conv2d(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 16) g.fail("expected 15 arguments and 1 output");
   const int in = a[0], out = a[15];
   require_dtype(g, in, DType::Int8, "the input");
@@ -116,9 +117,11 @@ void add_q8ta_conv2d(ComputeGraph& g, const std::vector<int>& a) {
   const float x_scale = scale_arg(g, a[1]);
   const int32_t x_zero_point = int8_arg(g, a[2], "input zero point");
   const Weights w = weight_args(g, a[3], a[4], a[5], a[6], 4);
-  const auto [sh, sw] = pair_arg(g, a[7], "stride");
-  const auto [ph, pw] = pair_arg(g, a[8], "padding");
-  const auto [dh, dw] = pair_arg(g, a[9], "dilation");
+  // Not structured bindings: the update lambda captures them (see conv.cpp).
+  int64_t sh, sw, ph, pw, dh, dw;
+  std::tie(sh, sw) = pair_arg(g, a[7], "stride");
+  std::tie(ph, pw) = pair_arg(g, a[8], "padding");
+  std::tie(dh, dw) = pair_arg(g, a[9], "dilation");
   const int64_t groups = g.get_int(a[10]);
   const Requant r = requant_args(g, a[11], a[12], a[13], a[14]);
   const float inv_out = inverse(g, a[11]);
@@ -157,7 +160,7 @@ void add_q8ta_conv2d(ComputeGraph& g, const std::vector<int>& a) {
 
 // vkd_q8ta_linear(x, x_scale, x_zero_point, weight, weight_scales, weight_zero_points, bias?,
 //                 out_scale, out_zero_point, out_min, out_max)
-void add_q8ta_linear(ComputeGraph& g, const std::vector<int>& a) {
+void add_q8ta_linear(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 12) g.fail("expected 11 arguments and 1 output");
   const int in = a[0], out = a[11];
   require_dtype(g, in, DType::Int8, "the input");
@@ -187,7 +190,7 @@ void add_q8ta_linear(ComputeGraph& g, const std::vector<int>& a) {
 }
 
 // vkd_q8ta_add(a, a_scale, a_zero_point, b, b_scale, b_zero_point, out_scale, out_zero_point, out_min, out_max)
-void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
+void add_q8ta_add(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 11) g.fail("expected 10 arguments and 1 output");
   const int ta = a[0], tb = a[3], out = a[10];
   for (int id : {ta, tb, out}) require_dtype(g, id, DType::Int8, "operands and output");
@@ -219,9 +222,9 @@ void add_q8ta_add(ComputeGraph& g, const std::vector<int>& a) {
 
 VKD_REGISTER_OPS(register_quantized_ops) {
   register_op("quantized_decomposed.quantize_per_tensor.default",
-              [](ComputeGraph& g, const std::vector<int>& a) { add_convert(g, a, true); });
+              [](ComputeGraph& g, const OpArgs& a) { add_convert(g, a, true); });
   register_op("quantized_decomposed.dequantize_per_tensor.default",
-              [](ComputeGraph& g, const std::vector<int>& a) { add_convert(g, a, false); });
+              [](ComputeGraph& g, const OpArgs& a) { add_convert(g, a, false); });
   register_op("et_vk.vkd_q8ta_conv2d.default", add_q8ta_conv2d);
   register_op("et_vk.vkd_q8ta_linear.default", add_q8ta_linear);
   register_op("et_vk.vkd_q8ta_add.default", add_q8ta_add);

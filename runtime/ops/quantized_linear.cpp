@@ -97,7 +97,7 @@ int64_t check_quantized_weight(ComputeGraph& g, int packed, int scales, int zero
 }
 
 // args: x, packed, scales, zeros?, bias?, bits, group_size, out
-void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a) {
+void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   const int x = a.at(0), packed = a.at(1), scales = a.at(2), out = a.back();
   const int zeros = g.is_null(a.at(3)) ? -1 : a.at(3);
   const int bias = g.is_null(a.at(4)) ? -1 : a.at(4);
@@ -190,7 +190,7 @@ void add_quantized_linear(ComputeGraph& g, const std::vector<int>& a, bool dq8a)
 }
 
 // args: packed, scales, zeros?, indices, bits, group_size, embedding_dim, out
-void add_quantized_embedding(ComputeGraph& g, const std::vector<int>& a) {
+void add_quantized_embedding(ComputeGraph& g, const OpArgs& a) {
   const int packed = a.at(0), scales = a.at(1), indices = a.at(3), out = a.back();
   const int zeros = g.is_null(a.at(2)) ? -1 : a.at(2);
   const int64_t bits = g.get_int(a.at(4)), group_size = g.get_int(a.at(5)), dim = g.get_int(a.at(6));
@@ -218,13 +218,13 @@ void add_quantized_embedding(ComputeGraph& g, const std::vector<int>& a) {
 }  // namespace
 
 VKD_REGISTER_OPS(register_quantized_linear_ops) {
-  register_op("et_vk.vkd_linear_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("et_vk.vkd_linear_qw.default", [](ComputeGraph& g, const OpArgs& a) {
     add_quantized_linear(g, a, false);
   });
-  register_op("et_vk.vkd_linear_dq8a_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("et_vk.vkd_linear_dq8a_qw.default", [](ComputeGraph& g, const OpArgs& a) {
     add_quantized_linear(g, a, true);
   });
-  register_op("et_vk.vkd_embedding_qw.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("et_vk.vkd_embedding_qw.default", [](ComputeGraph& g, const OpArgs& a) {
     add_quantized_embedding(g, a);
   });
 }

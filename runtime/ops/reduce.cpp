@@ -86,7 +86,7 @@ void require_float_in_out(ComputeGraph& g, int in, int out) {
   require_float_same(g, {in, out});
 }
 
-using Args = std::vector<int>;
+using Args = OpArgs;
 
 }  // namespace
 

@@ -103,7 +103,7 @@ void add_pixel_shuffle(ComputeGraph& g, int in, int out, int64_t r, bool shuffle
 
 
 // grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)
-void add_grid_sampler(ComputeGraph& g, const std::vector<int>& a) {
+void add_grid_sampler(ComputeGraph& g, const OpArgs& a) {
   const int in = a.at(0), grid = a.at(1), out = a.back();
   require_float_same(g, {in, grid, out});
   const int64_t mode = g.get_int(a.at(2)), padding = g.get_int(a.at(3));
@@ -132,18 +132,18 @@ void add_grid_sampler(ComputeGraph& g, const std::vector<int>& a) {
 
 VKD_REGISTER_OPS(register_sample_ops) {
   // upsample_nearest2d.vec(input, output_size?, scale_factors?)
-  register_op("aten.upsample_nearest2d.vec", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.upsample_nearest2d.vec", [](ComputeGraph& g, const OpArgs& a) {
     add_upsample(g, a.at(0), a.back(), resize_args(g, a.at(1), a.at(2)), false, false);
   });
   // upsample_bilinear2d.vec(input, output_size?, align_corners, scale_factors?)
-  register_op("aten.upsample_bilinear2d.vec", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.upsample_bilinear2d.vec", [](ComputeGraph& g, const OpArgs& a) {
     add_upsample(g, a.at(0), a.back(), resize_args(g, a.at(1), a.at(3)), true, g.get_bool(a.at(2)));
   });
   register_op("aten.grid_sampler_2d.default", add_grid_sampler);
-  register_op("aten.pixel_shuffle.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.pixel_shuffle.default", [](ComputeGraph& g, const OpArgs& a) {
     add_pixel_shuffle(g, a.at(0), a.back(), g.get_int(a.at(1)), true);
   });
-  register_op("aten.pixel_unshuffle.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.pixel_unshuffle.default", [](ComputeGraph& g, const OpArgs& a) {
     add_pixel_shuffle(g, a.at(0), a.back(), g.get_int(a.at(1)), false);
   });
 }

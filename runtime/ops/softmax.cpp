@@ -13,7 +13,7 @@ constexpr LocalSize kSoftmaxLongLocal{256, 1, 1};
 constexpr int64_t kLongRow = 1024;
 
 // _softmax(self, dim, half_to_float)
-void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shader) {
+void add_softmax(ComputeGraph& g, const OpArgs& args, const char* shader) {
   const int in = args.at(0), out = args.back();
   require_float_same(g, {in, out});
   if (g.get_bool(args.at(2))) g.fail("half_to_float is not supported");
@@ -39,10 +39,10 @@ void add_softmax(ComputeGraph& g, const std::vector<int>& args, const char* shad
 }  // namespace
 
 VKD_REGISTER_OPS(register_softmax_ops) {
-  register_op("aten._softmax.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten._softmax.default", [](ComputeGraph& g, const OpArgs& a) {
     add_softmax(g, a, "softmax");
   });
-  register_op("aten._log_softmax.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten._log_softmax.default", [](ComputeGraph& g, const OpArgs& a) {
     add_softmax(g, a, "log_softmax");
   });
 }

@@ -22,7 +22,7 @@ int64_t floor_mod(ComputeGraph& g, int64_t a, int64_t b) {
 
 using BinaryFn = int64_t (*)(ComputeGraph&, int64_t, int64_t);
 
-void add_binary(ComputeGraph& g, const std::vector<int>& a, BinaryFn fn) {
+void add_binary(ComputeGraph& g, const OpArgs& a, BinaryFn fn) {
   if (a.size() != 3) g.fail("expects two operands and one output");
   const int lhs = a[0], rhs = a[1], out = a[2];
   g.get_int(lhs);
@@ -37,7 +37,7 @@ void add_binary(ComputeGraph& g, const std::vector<int>& a, BinaryFn fn) {
 
 VKD_REGISTER_OPS(register_symint_ops) {
   // sym_size.int(self, dim) -> SymInt
-  register_op("aten.sym_size.int", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.sym_size.int", [](ComputeGraph& g, const OpArgs& a) {
     if (a.size() != 3) g.fail("expects a tensor, a dim and one output");
     const int in = a[0], out = a[2];
     const int64_t dim = g.get_int(a[1]);
@@ -48,22 +48,22 @@ VKD_REGISTER_OPS(register_symint_ops) {
       g.symint(out).value = t.sizes[normalize_dim(g, dim, t.dim())];
     });
   });
-  register_op("sym.add", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.add", [](ComputeGraph& g, const OpArgs& a) {
     add_binary(g, a, [](ComputeGraph&, int64_t x, int64_t y) { return x + y; });
   });
-  register_op("sym.sub", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.sub", [](ComputeGraph& g, const OpArgs& a) {
     add_binary(g, a, [](ComputeGraph&, int64_t x, int64_t y) { return x - y; });
   });
-  register_op("sym.mul", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.mul", [](ComputeGraph& g, const OpArgs& a) {
     add_binary(g, a, [](ComputeGraph&, int64_t x, int64_t y) { return x * y; });
   });
-  register_op("sym.floordiv", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.floordiv", [](ComputeGraph& g, const OpArgs& a) {
     add_binary(g, a, floor_div);
   });
-  register_op("sym.mod", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.mod", [](ComputeGraph& g, const OpArgs& a) {
     add_binary(g, a, floor_mod);
   });
-  register_op("sym.neg", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("sym.neg", [](ComputeGraph& g, const OpArgs& a) {
     if (a.size() != 2) g.fail("expects one operand and one output");
     const int in = a[0], out = a[1];
     g.get_int(in);

@@ -269,11 +269,11 @@ std::optional<int64_t> optional_int(ComputeGraph& g, int id) {
 
 VKD_REGISTER_OPS(register_view_ops) {
   // view_copy(self, size)
-  register_op("aten.view_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.view_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     add_reshape(g, a.at(0), a.back(), a.at(1));
   });
   // unsqueeze_copy(self, dim)
-  register_op("aten.unsqueeze_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.unsqueeze_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     const int in = a.at(0), out = a.back();
     const int64_t dim = g.get_int(a.at(1));
     normalize_dim(g, dim, g.tensor(in).dim() + 1);
@@ -306,43 +306,43 @@ VKD_REGISTER_OPS(register_view_ops) {
       g.tensor(out).sizes = o;
     });
   };
-  register_op("aten.squeeze_copy.dims", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.squeeze_copy.dims", [squeeze](ComputeGraph& g, const OpArgs& a) {
     squeeze(g, a.at(0), a.back(), g.get_int_list(a.at(1)), false);
   });
-  register_op("aten.squeeze_copy.dim", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.squeeze_copy.dim", [squeeze](ComputeGraph& g, const OpArgs& a) {
     squeeze(g, a.at(0), a.back(), {g.get_int(a.at(1))}, false);
   });
-  register_op("aten.squeeze_copy.default", [squeeze](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.squeeze_copy.default", [squeeze](ComputeGraph& g, const OpArgs& a) {
     squeeze(g, a.at(0), a.back(), {}, true);
   });
   // clone(self, *, memory_format=None), alias_copy(self)
   for (const char* name : {"aten.clone.default", "aten.alias_copy.default"}) {
-    register_op(name, [](ComputeGraph& g, const std::vector<int>& a) {
+    register_op(name, [](ComputeGraph& g, const OpArgs& a) {
       add_identity(g, a.at(0), a.back());
     });
   }
   // _clone_dim_order(self, *, non_blocking=False, dim_order=None)
-  register_op("dim_order_ops._clone_dim_order.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("dim_order_ops._clone_dim_order.default", [](ComputeGraph& g, const OpArgs& a) {
     require_contiguous_dim_order(g, a.at(2), g.tensor(a.at(0)).dim());
     add_identity(g, a.at(0), a.back());
   });
   // _to_dim_order_copy(self, *, dtype, layout, device, pin_memory, non_blocking, dim_order)
-  register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("dim_order_ops._to_dim_order_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     require_contiguous_dim_order(g, a.at(6), g.tensor(a.at(0)).dim());
     add_to_copy(g, a.at(0), a.back());
   });
   // _to_copy(self, *, dtype, layout, device, pin_memory, non_blocking, memory_format)
-  register_op("aten._to_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten._to_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     add_to_copy(g, a.at(0), a.back());
   });
   // permute_copy(self, dims)
-  register_op("aten.permute_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.permute_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     add_permute(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
   });
-  register_op("aten.select_copy.int", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.select_copy.int", [](ComputeGraph& g, const OpArgs& a) {
     add_select(g, a.at(0), a.back(), g.get_int(a.at(1)), a.at(2));
   });
-  register_op("aten.slice_copy.Tensor", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.slice_copy.Tensor", [](ComputeGraph& g, const OpArgs& a) {
     const int start_id = a.at(2), end_id = a.at(3);
     add_slice(g, a.at(0), a.back(), g.get_int(a.at(1)),
               [start_id, end_id](ComputeGraph& g) {
@@ -350,17 +350,17 @@ VKD_REGISTER_OPS(register_view_ops) {
               },
               g.get_int(a.at(4)));
   });
-  register_op("aten.expand_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.expand_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     add_expand(g, a.at(0), a.back(), a.at(1));
   });
-  register_op("aten.flip.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.flip.default", [](ComputeGraph& g, const OpArgs& a) {
     add_flip(g, a.at(0), a.back(), g.get_int_list(a.at(1)));
   });
-  register_op("aten.unfold_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.unfold_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     add_unfold(g, a.at(0), a.back(), g.get_int(a.at(1)), g.get_int(a.at(2)), g.get_int(a.at(3)));
   });
   // split_with_sizes_copy(self, split_sizes, dim) -> Tensor[]: one slice per output.
-  register_op("aten.split_with_sizes_copy.default", [](ComputeGraph& g, const std::vector<int>& a) {
+  register_op("aten.split_with_sizes_copy.default", [](ComputeGraph& g, const OpArgs& a) {
     const int in = a.at(0);
     const IntList sizes = g.get_int_list(a.at(1));
     const int64_t dim = normalize_dim(g, g.get_int(a.at(2)), g.tensor(in).dim());

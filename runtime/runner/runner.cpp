@@ -5,6 +5,8 @@
 // --dump-outputs the raw output tensors (to check them against a reference),
 // --pipeline-stats the driver's statistics of each compiled kernel (registers,
 // spills, shared memory: VK_KHR_pipeline_executable_properties, where the driver has it).
+// --blob runs raw delegate blobs instead (a fuzz seed, a crasher from tests/regressions),
+// each loaded and executed on made-up inputs in this one process.
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 #include <executorch/runtime/executor/method.h>
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -47,6 +50,7 @@ struct Options {
   std::string json;          // write the results here as JSON
   std::string inputs_dir;    // read input i from DIR/input_<i>.bin (raw, contiguous)
   std::string outputs_dir;   // write output i to DIR/output_<i>.bin after the timed runs
+  std::vector<std::string> blobs;  // --blob: delegate blob files, or directories of them
 };
 
 void usage() {
@@ -54,7 +58,8 @@ void usage() {
                "usage: vkdelegate_runner --model FILE.pte [--method forward] [--iters N]\n"
                "                         [--warmup N] [--profile] [--memory] [--json FILE]\n"
                "                         [--inputs DIR] [--dump-outputs DIR] [--pipeline-stats]\n"
-               "                         [--pipeline-ir DIR]\n");
+               "                         [--pipeline-ir DIR]\n"
+               "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -90,6 +95,8 @@ bool parse(int argc, char** argv, Options& o) {
       const char* v = next("--inputs"); if (!v) return false; o.inputs_dir = v;
     } else if (a == "--dump-outputs") {
       const char* v = next("--dump-outputs"); if (!v) return false; o.outputs_dir = v;
+    } else if (a == "--blob") {
+      const char* v = next("--blob"); if (!v) return false; o.blobs.push_back(v);
     } else if (a == "-h" || a == "--help") {
       return false;
     } else {
@@ -97,7 +104,7 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  return !o.model.empty();
+  return o.model.empty() != o.blobs.empty();
 }
 
 // Keeps a made-up input tensor and everything it points to alive.
@@ -136,6 +143,67 @@ std::string json_string(const std::string& s) {
   return r + "\"";
 }
 
+// --blob: each blob through ComputeGraph::load, then warmup + iters executes on
+// made-up inputs (at their largest sizes), one line per blob: "ran" with the median
+// latency, or "rejected" with the error. Returns 1 if any blob was rejected.
+int run_blobs(const Options& opt) {
+  std::vector<std::string> files;
+  for (const std::string& path : opt.blobs) {
+    if (std::filesystem::is_directory(path)) {
+      std::vector<std::string> in_dir;
+      for (const auto& e : std::filesystem::directory_iterator(path)) {
+        if (e.is_regular_file()) in_dir.push_back(e.path().string());
+      }
+      std::sort(in_dir.begin(), in_dir.end());
+      files.insert(files.end(), in_dir.begin(), in_dir.end());
+    } else {
+      files.push_back(path);
+    }
+  }
+  std::mt19937 rng(0);
+  int rejected = 0;
+  for (const std::string& file : files) {
+    std::ifstream f(file, std::ios::binary);
+    std::vector<uint8_t> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!f.good() && !f.eof()) {
+      std::printf("blob %s: cannot read\n", file.c_str());
+      ++rejected;
+      continue;
+    }
+    try {
+      auto graph = vkd::ComputeGraph::load(blob.data(), blob.size());
+      std::vector<std::vector<uint8_t>> inputs(graph->num_inputs());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const vkd::Tensor& t = graph->input(i);
+        inputs[i].resize(t.nbytes());
+        fill(t.dtype == vkd::DType::Float32 ? ScalarType::Float : ScalarType::Byte, inputs[i], rng);
+      }
+      std::vector<double> ms;
+      for (int it = 0; it < opt.warmup + opt.iters; ++it) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t i = 0; i < inputs.size(); ++i) graph->copy_input(i, inputs[i].data(), inputs[i].size());
+        graph->execute();
+        if (it >= opt.warmup) {
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+      std::vector<uint8_t> out;
+      for (size_t i = 0; i < graph->num_outputs(); ++i) {
+        out.resize(graph->output(i).nbytes());
+        graph->copy_output(i, out.data(), out.size());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("blob %s: ran (%zu inputs, %zu outputs, %zu dispatches), median %.3f ms\n", file.c_str(),
+                  graph->num_inputs(), graph->num_outputs(), graph->num_dispatches(), ms[ms.size() / 2]);
+    } catch (const std::exception& e) {
+      std::printf("blob %s: rejected: %s\n", file.c_str(), e.what());
+      ++rejected;
+    }
+    std::fflush(stdout);
+  }
+  return rejected ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +225,7 @@ int main(int argc, char** argv) {
   }
   std::printf("device: %s (%s, Vulkan %u.%u)\n", ctx->info().name.c_str(), ctx->info().type.c_str(),
               VK_API_VERSION_MAJOR(ctx->info().api_version), VK_API_VERSION_MINOR(ctx->info().api_version));
+  if (!opt.blobs.empty()) return run_blobs(opt);
 
   auto loader = FileDataLoader::from(opt.model.c_str());
   if (!loader.ok()) {
