@@ -24,7 +24,7 @@ FUZZ_SECONDS = int(os.environ.get("VKDELEGATE_FUZZ_SECONDS", "60"))
 ASAN_TEST_FILES = ["tests/test_runtime.py", "tests/test_bad_input.py"]
 
 if __name__ == "__main__":
-    # python3 tests/sanitizers.py CRASH OUT.blob: a fuzzer's input as a regression file. The
+    # python3 tests/sanitizers.py CRASH OUT.vkdb: a fuzzer's input as a regression file. The
     # fuzz target fixes the checksum of each input it runs, the file keeps the unmutated one.
     from vkdelegate.serialization.blob import with_checksum
 
@@ -64,7 +64,7 @@ def report(r: subprocess.CompletedProcess) -> str:
 
 def test_fuzz_blob_loader():
     """libFuzzer from the suite's blobs and the regression files; a crasher lands in
-    build/sanitize/crashes/ (add it to tests/regressions/ once the bug is fixed)."""
+    build/sanitize/crashes/ (add it to tests/regressions/ as NAME.vkdb once the bug is fixed)."""
     seeds = seed_files("blobs")
     corpus, crashes = BUILD / "corpus", BUILD / "crashes"
     corpus.mkdir(exist_ok=True)

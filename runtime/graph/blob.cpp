@@ -33,31 +33,40 @@ constexpr uint64_t kMaxGraphBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
 // Our writer (serialization/blob.py) shares no table, vector or string: each is
 // referenced once. A second reference is a corrupted offset that the verifier accepts
 // (it points at a valid part of another value or op) and that would give another graph.
+// Our writer also aligns every vector of 8-byte elements to 8 bytes; the verifier of
+// flatbuffers 2.0 checks only their length word, and reading a misaligned one is
+// undefined behaviour (the fuzzer found it: tests/regressions).
 void check_nothing_shared(const ::vkdelegate::fb::VkGraph* graph) {
   namespace fbs = ::vkdelegate::fb;
   std::vector<const void*> parts;
   auto add = [&parts](const void* part) {
     if (part) parts.push_back(part);
   };
+  auto add8 = [&add](const auto* vec) {
+    if (vec && reinterpret_cast<uintptr_t>(vec->Data()) % 8 != 0) {
+      throw GraphError("delegate blob's graph has a misaligned vector of 8-byte values (corrupted)");
+    }
+    add(vec);
+  };
   add(graph->values());
   add(graph->chain());
   add(graph->input_ids());
   add(graph->output_ids());
-  add(graph->constants());
+  add8(graph->constants());
   add(graph->options());
   if (const auto* values = graph->values()) {
     for (const fbs::ValueEntry* e : *values) {
       add(e);
       add(e->value());
       if (const auto* t = e->value_as_Tensor()) {
-        add(t->sizes());
-        add(t->min_sizes());
+        add8(t->sizes());
+        add8(t->min_sizes());
       } else if (const auto* s = e->value_as_String()) {
         add(s->value());
       } else if (const auto* l = e->value_as_IntList()) {
-        add(l->items());
+        add8(l->items());
       } else if (const auto* l = e->value_as_DoubleList()) {
-        add(l->items());
+        add8(l->items());
       } else if (const auto* l = e->value_as_BoolList()) {
         add(l->items());
       } else if (const auto* l = e->value_as_ValueList()) {
@@ -148,6 +157,9 @@ BlobView parse_blob(const uint8_t* blob, size_t size) {
     throw GraphError("delegate blob is corrupted: graph at " + std::to_string(fb_offset) + "+" +
                      std::to_string(fb_size) + " is not between the header and the constants at " +
                      std::to_string(const_offset));
+  }
+  if (fb_size < 8) {  // a root offset and a file identifier, at least
+    throw GraphError("delegate blob is corrupted: its graph is " + std::to_string(fb_size) + " bytes");
   }
   if (fb_size > kMaxGraphBytes) {
     throw GraphError("delegate blob's graph is " + std::to_string(fb_size) +
