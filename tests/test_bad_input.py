@@ -1,5 +1,6 @@
 """Bad blobs and bad inputs give clear errors, never a crash."""
 import collections
+import pickle
 import struct
 from pathlib import Path
 
@@ -229,8 +230,13 @@ def test_wrong_input_shape_and_dtype_direct(mlp_blob_and_pte):
         g.run([np.ones((2, 6), np.float64)])
     with pytest.raises(ValueError, match="expected 1 inputs"):
         g.run([])
+    with pytest.raises(ValueError, match="dtype >f4, expected float32"):
+        g.run([np.ones((2, 6), ">f4")])  # right type, other byte order
     (out,) = g.run([np.ones((2, 6), np.float32)])  # still usable afterwards
     assert out.shape == (2, 3)
+    # An unpickled array has a dtype object of its own, equal to float32's.
+    (again,) = g.run([pickle.loads(pickle.dumps(np.ones((2, 6), np.float32)))])
+    np.testing.assert_array_equal(again, out)
 
 
 def test_wrong_input_through_executorch(mlp_blob_and_pte):

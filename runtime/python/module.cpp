@@ -215,7 +215,8 @@ py::list run(ComputeGraph& g, const py::list& inputs) {
   for (size_t i = 0; i < g.num_inputs(); ++i) {
     py::array a = np.attr("ascontiguousarray")(inputs[i]);
     const DType want = g.input(i).dtype;
-    if (!a.dtype().is(py::dtype(numpy_name(want)))) {
+    // Equal, not identical (an unpickled array has its own dtype object); native byte order.
+    if (!a.dtype().equal(py::dtype(numpy_name(want)))) {
       throw GraphError("input " + std::to_string(i) + " has dtype " +
                        std::string(py::str(a.dtype())) + ", expected " + dtype_name(want));
     }
