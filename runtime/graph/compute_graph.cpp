@@ -503,9 +503,11 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
 }
 
 void ComputeGraph::create_descriptors() {
-  const VkDeviceSize align = std::max<VkDeviceSize>(ctx_.info().min_uniform_offset_alignment, 16);
+  // Parameter blocks are uniform or storage buffers (Pipeline::params_type): aligned for both.
+  const VkDeviceSize align = std::max<VkDeviceSize>(
+      {ctx_.info().min_uniform_offset_alignment, ctx_.info().min_storage_offset_alignment, 16});
   VkDeviceSize total = 0;
-  uint32_t sets = 0, storage_descriptors = 0;
+  uint32_t sets = 0, storage_descriptors = 0, uniform_descriptors = 0;
   for (Node& node : nodes_) {
     if (!node.pipeline) continue;
     node.params.resize(std::max<size_t>((node.params.size() + 15) / 16 * 16, 16));
@@ -513,14 +515,17 @@ void ComputeGraph::create_descriptors() {
     total += (node.params.size() + align - 1) / align * align;
     sets += 1;
     storage_descriptors += static_cast<uint32_t>(node.tensors.size());
+    (node.pipeline->params_type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? uniform_descriptors
+                                                                    : storage_descriptors) += 1;
   }
   if (sets == 0) return;
-  params_buffer_ = std::make_unique<Buffer>(ctx_, total, MemoryUsage::Upload,
-                                            VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT);
+  params_buffer_ = std::make_unique<Buffer>(
+      ctx_, total, MemoryUsage::Upload,
+      VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
 
   VkDescriptorPoolSize sizes[2] = {
       {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max<uint32_t>(storage_descriptors, 1)},
-      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets}};
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, std::max<uint32_t>(uniform_descriptors, 1)}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pci.maxSets = sets;
   pci.poolSizeCount = 2;
@@ -550,7 +555,7 @@ void ComputeGraph::create_descriptors() {
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
       writes[b].descriptorType =
-          is_params ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          is_params ? node.pipeline->params_type : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[b].pBufferInfo = &infos[b];
     }
     vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,

@@ -43,6 +43,7 @@ py::dict device_info() {
   d["cooperative_matrix"] = i.cooperative_matrix;
   d["cooperative_matrix_shapes"] = i.cooperative_matrix_shapes;
   d["cooperative_matrix2"] = i.cooperative_matrix2;
+  d["params_binding"] = i.params_in_storage ? "storage" : "uniform";
   return d;
 }
 

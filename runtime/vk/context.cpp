@@ -394,8 +394,10 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
                            const Context::DeviceFeatures& f) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
+  if (p.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
   vkGetPhysicalDeviceProperties2(device, &props2);
 
   DeviceInfo info;
@@ -416,6 +418,14 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   }
   info.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  info.driver_id = p.apiVersion >= VK_API_VERSION_1_2 ? driver.driverID : 0;
+  // lavapipe (Mesa 22.3) inlines uniform-buffer values that steer a shader's branches
+  // or loops: on every dispatch, for every submit, it recompiles the shader and never
+  // frees the result (~200 KB per dispatch of binary.glsl). Storage buffers it leaves
+  // alone, so there the parameter blocks go in storage buffers (PARAMS_BINDING).
+  const std::string& binding = process_settings().params_binding;
+  info.params_in_storage = binding.empty() ? info.driver_id == VK_DRIVER_ID_MESA_LLVMPIPE
+                                           : binding == "storage";
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   info.timestamp_period_ns = p.limits.timestampPeriod;

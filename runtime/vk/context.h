@@ -45,6 +45,10 @@ struct DeviceInfo {
   VkDeviceSize max_storage_buffer_range = 0;
   VkDeviceSize min_uniform_offset_alignment = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
+  uint32_t driver_id = 0;  // VkDriverId; 0 where the device has no Vulkan 1.2
+  // Each dispatch's parameter block is bound as a storage buffer, not a uniform
+  // buffer (the shaders' uniform blocks are rewritten to match, see pipeline.h).
+  bool params_in_storage = false;
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
   float timestamp_period_ns = 0.f;
