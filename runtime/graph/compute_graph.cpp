@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "../ops/op_registry.h"
 #include "blob.h"
@@ -442,6 +443,7 @@ void ComputeGraph::allocate() {
   for (const auto& v : values_) {
     if (const auto* t = std::get_if<Tensor>(&v)) used[t->storage] = true;
   }
+  check_memory_fits(used);
   for (size_t i = 0; i < storages_.size(); ++i) {
     Storage& s = storages_[i];
     if (!used[i]) continue;
@@ -450,6 +452,44 @@ void ComputeGraph::allocate() {
       s.staging = std::make_unique<Buffer>(
           ctx_, s.nbytes, s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback,
           VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    }
+  }
+}
+
+// Out of memory is an error at load, before any buffer is made: the bytes the
+// program's buffers take in each memory heap (tensors, input and output staging,
+// the constants' staging for their upload) against what the heap has left.
+void ComputeGraph::check_memory_fits(const std::vector<bool>& used) const {
+  Allocator& allocator = ctx_.allocator();
+  const uint32_t device_type = allocator.memory_type(MemoryUsage::Device);
+  const bool device_mapped = allocator.host_coherent(device_type);
+  const auto aligned = [](VkDeviceSize n) { return (std::max<VkDeviceSize>(n, 4) + 255) / 256 * 256; };
+  std::map<uint32_t, VkDeviceSize> needed;  // heap -> bytes
+  VkDeviceSize constant_staging = 0;
+  for (size_t i = 0; i < storages_.size(); ++i) {
+    const Storage& s = storages_[i];
+    if (!used[i]) continue;
+    needed[allocator.heap_of(device_type)] += aligned(s.nbytes);
+    if (device_mapped) continue;
+    if (s.is_input || s.is_output) {
+      const MemoryUsage usage = s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback;
+      needed[allocator.heap_of(allocator.memory_type(usage))] += aligned(s.nbytes);
+    }
+    if (s.is_constant) constant_staging += (s.nbytes + 15) / 16 * 16;
+  }
+  if (constant_staging > 0) {
+    needed[allocator.heap_of(allocator.memory_type(MemoryUsage::Upload))] += aligned(constant_staging);
+  }
+  for (const auto& [heap, bytes] : needed) {
+    const VkDeviceSize available = allocator.available(heap);
+    if (bytes > available) {
+      throw OutOfMemoryError(
+          "out of GPU memory: the program needs " + bytes_str(bytes) + " of memory heap " +
+          std::to_string(heap) + " (its tensors, constants and staging buffers), " +
+          bytes_str(available) + " available" +
+          (process_settings().memory_limit_mb ? " (VKDELEGATE_MEMORY_LIMIT_MB=" +
+                                                    std::to_string(*process_settings().memory_limit_mb) + ")"
+                                              : std::string()));
     }
   }
 }

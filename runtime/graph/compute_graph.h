@@ -156,6 +156,7 @@ class ComputeGraph {
   void parse(const uint8_t* blob, size_t size);
   void build_ops(const void* fb_graph);
   void allocate();
+  void check_memory_fits(const std::vector<bool>& used) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
   void create_descriptors();
   void propagate_sizes();

@@ -269,6 +269,7 @@ struct Context::DeviceFeatures {
   bool has_coopmat = false;   // VK_KHR_cooperative_matrix
   bool has_coopmat2 = false;  // VK_NV_cooperative_matrix2 as well
   bool want_statistics = false;
+  bool has_memory_budget = false;  // VK_EXT_memory_budget
 
   DeviceFeatures() = default;
   DeviceFeatures(const DeviceFeatures&) = delete;
@@ -352,6 +353,7 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   f.has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
                   vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
   f.has_coopmat2 = f.has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
+  f.has_memory_budget = has_extension(dev_exts, "VK_EXT_memory_budget");
   f.want_statistics = process_settings().pipeline_stats &&
                       has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
 
@@ -441,6 +443,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
                              f.coopmat2.cooperativeMatrixTensorAddressing &&
                              f.coopmat2.cooperativeMatrixPerElementOperations;
   info.pipeline_statistics = f.want_statistics && f.executable_props.pipelineExecutableInfo;
+  info.memory_budget = f.has_memory_budget;
   info.pipeline_internal_representations = info.pipeline_statistics && process_settings().pipeline_ir;
   return info;
 }
@@ -534,6 +537,7 @@ void Context::create_device(const DeviceFeatures& f) {
   if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
   if (info_.cooperative_matrix2) device_exts.push_back("VK_NV_cooperative_matrix2");
   if (info_.pipeline_statistics) device_exts.push_back("VK_KHR_pipeline_executable_properties");
+  if (info_.memory_budget) device_exts.push_back("VK_EXT_memory_budget");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

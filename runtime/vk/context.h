@@ -22,6 +22,13 @@ class VulkanError : public std::runtime_error {
 
 const char* result_name(VkResult r);
 
+// A program or buffer that does not fit in the device's memory (or in
+// VKDELEGATE_MEMORY_LIMIT_MB); the message gives the bytes needed and available.
+class OutOfMemoryError : public VulkanError {
+ public:
+  using VulkanError::VulkanError;
+};
+
 #define VKD_CHECK(expr)                                                     \
   do {                                                                      \
     VkResult vkd_result_ = (expr);                                          \
@@ -49,6 +56,7 @@ struct DeviceInfo {
   // Each dispatch's parameter block is bound as a storage buffer, not a uniform
   // buffer (the shaders' uniform blocks are rewritten to match, see pipeline.h).
   bool params_in_storage = false;
+  bool memory_budget = false;  // VK_EXT_memory_budget, enabled: the heaps' budget and usage
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
   float timestamp_period_ns = 0.f;
