@@ -424,7 +424,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   // lavapipe (Mesa 22.3) inlines uniform-buffer values that steer a shader's branches
   // or loops: on every dispatch, for every submit, it recompiles the shader and never
   // frees the result (~200 KB per dispatch of binary.glsl). Storage buffers it leaves
-  // alone, so there the parameter blocks go in storage buffers (PARAMS_BINDING).
+  // alone, so there the parameter blocks go in storage buffers (PARAMS_BINDING), for the
+  // shaders without barriers (spirv_uniform_blocks_as_storage says why).
   const std::string& binding = process_settings().params_binding;
   info.params_in_storage = binding.empty() ? info.driver_id == VK_DRIVER_ID_MESA_LLVMPIPE
                                            : binding == "storage";

@@ -53,8 +53,8 @@ struct DeviceInfo {
   VkDeviceSize min_uniform_offset_alignment = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
   uint32_t driver_id = 0;  // VkDriverId; 0 where the device has no Vulkan 1.2
-  // Each dispatch's parameter block is bound as a storage buffer, not a uniform
-  // buffer (the shaders' uniform blocks are rewritten to match, see pipeline.h).
+  // Parameter blocks are bound as storage buffers, not uniform buffers, for the
+  // shaders spirv_uniform_blocks_as_storage can rewrite (pipeline.h).
   bool params_in_storage = false;
   bool memory_budget = false;  // VK_EXT_memory_budget, enabled: the heaps' budget and usage
   uint32_t max_workgroup_count[3] = {0, 0, 0};

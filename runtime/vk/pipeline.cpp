@@ -69,18 +69,37 @@ std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words
 
 std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, size_t num_words) {
   if (num_words < 5 || words[0] != 0x07230203u || words[1] < 0x00010300u) return {};
-  constexpr uint32_t kOpTypePointer = 32, kOpTypeForwardPointer = 39, kOpVariable = 59;
-  constexpr uint32_t kUniform = 2, kStorageBuffer = 12;
-  std::vector<uint32_t> out(words, words + num_words);
+  constexpr uint32_t kOpTypePointer = 32, kOpTypeForwardPointer = 39, kOpVariable = 59,
+                     kOpDecorate = 71, kOpControlBarrier = 224;
+  constexpr uint32_t kUniform = 2, kStorageBuffer = 12, kBinding = 33, kNonWritable = 24;
+  std::unordered_set<uint32_t> blocks;  // the uniform block variables
   for (size_t i = 5; i < num_words;) {
-    const uint32_t count = out[i] >> 16, op = out[i] & 0xffffu;
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
     if (count == 0 || i + count > num_words) return {};
+    if (op == kOpVariable && count >= 4 && words[i + 3] == kUniform) blocks.insert(words[i + 2]);
+    // Shaders with workgroup barriers keep their uniform block: lavapipe miscomputed
+    // reduce_var (two passes over a row, barriers between) with its parameters in a
+    // storage buffer (tests/test_ops.py, var long_row_1x1031). Of them, the reductions
+    // of reduce.glsl do grow memory on lavapipe; softmax, the norms and matmuls do not.
+    if (op == kOpControlBarrier) return {};
+    i += count;
+  }
+  std::vector<uint32_t> out(words, words + 5);
+  out.reserve(num_words + 3 * blocks.size());
+  for (size_t i = 5; i < num_words;) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    const size_t begin = out.size();
+    out.insert(out.end(), words + i, words + i + count);
     // The storage class operand: after the result id of a pointer type, after the
     // result type and id of a variable.
-    const size_t at = op == kOpVariable ? i + 3 : i + 2;
+    const size_t at = begin + (op == kOpVariable ? 3 : 2);
     if ((op == kOpTypePointer || op == kOpTypeForwardPointer || op == kOpVariable) &&
-        at < i + count && out[at] == kUniform) {
+        at < out.size() && out[at] == kUniform) {
       out[at] = kStorageBuffer;
+    }
+    // Read-only, as the uniform block was.
+    if (op == kOpDecorate && count >= 4 && words[i + 2] == kBinding && blocks.count(words[i + 1])) {
+      out.insert(out.end(), {(3u << 16) | kOpDecorate, words[i + 1], kNonWritable});
     }
     i += count;
   }

@@ -60,8 +60,9 @@ std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words
                                          uint32_t num_storage);
 
 // The module with its uniform blocks moved to the StorageBuffer storage class
-// (DeviceInfo::params_in_storage); empty when the module is older than SPIR-V 1.3,
-// where storage buffers are of the Uniform class too and cannot be told apart.
+// (DeviceInfo::params_in_storage); empty when the module is older than SPIR-V 1.3
+// (where storage buffers are of the Uniform class too and cannot be told apart) or
+// has workgroup barriers.
 std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, size_t num_words);
 
 class PipelineCache {
