@@ -3,9 +3,9 @@
 Lavapipe (Mesa 22.3) once grew ~560 KB per execute of this model: it inlined uniform-buffer
 values that steer a shader's branches, recompiling the shader on every dispatch and never
 freeing it; the runtime now binds parameter blocks as storage buffers there
-(VKDELEGATE_PARAMS_BINDING, runtime/vk/context.cpp), except for shaders with barriers: the
-reductions of reduce.glsl (sum, mean, var, amax...) still grow on lavapipe, so this model has
-none. The validation layer, on in tests,
+(VKDELEGATE_PARAMS_BINDING, runtime/vk/context.cpp), except for shaders with barriers, whose
+loops over a rank no longer start at a value it can inline (not_inlined, glsl/common.glslh):
+the reductions grew too. The validation layer, on in tests,
 was measured flat here too (0 KB per execute, under 5 KB per cycle), so this runs in the
 test process. RSS moves in whole pages and allocators keep freed memory, hence a warm-up
 first and bounds per execute / per cycle over the whole run rather than exact zeros."""
@@ -26,7 +26,7 @@ WARMUP = 20
 
 class Tiny(torch.nn.Module):
     """The kernels of a transformer layer, small: the binary ones (same shape, broadcast,
-    scalar) were the ones that leaked."""
+    scalar) and the reduction were the ones that leaked."""
 
     def __init__(self):
         super().__init__()
@@ -38,6 +38,7 @@ class Tiny(torch.nn.Module):
     def forward(self, x, y):
         h = self.fc(x) + y
         h = h * self.scale - 0.5
+        h = h - h.mean(-1, keepdim=True)
         return torch.softmax(self.norm(torch.relu(h)), -1)
 
 

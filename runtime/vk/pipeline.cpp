@@ -79,8 +79,8 @@ std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, siz
     if (op == kOpVariable && count >= 4 && words[i + 3] == kUniform) blocks.insert(words[i + 2]);
     // Shaders with workgroup barriers keep their uniform block: lavapipe miscomputed
     // reduce_var (two passes over a row, barriers between) with its parameters in a
-    // storage buffer (tests/test_ops.py, var long_row_1x1031). Of them, the reductions
-    // of reduce.glsl do grow memory on lavapipe; softmax, the norms and matmuls do not.
+    // storage buffer (tests/test_ops.py, var long_row_1x1031). Of them, only the
+    // reductions of reduce.glsl grew memory there; not_inlined (common.glslh) fixed that.
     if (op == kOpControlBarrier) return {};
     i += count;
   }
