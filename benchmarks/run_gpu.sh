@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root of the copied tree:
 #   bash benchmarks/bundle/run_gpu.sh "$OUT"
+#   bash benchmarks/bundle/run_gpu.sh "$OUT" soak [soak.py's options]   (the memory soak instead)
 # Sets up Vulkan (loader from .gl2, tools and validation layer from .gltools),
 # then times vkdelegate (the C++ runner) and PyTorch CUDA on the same GPU.
 set -euo pipefail
@@ -28,4 +29,8 @@ for path in glob.glob("*.xz"):
     shutil.copymode(path, path[:-3])
     os.remove(path)
 PY
-python3 bench_gpu.py --out "$out" "${@:2}"
+if [ "${2:-}" = soak ]; then
+  python3 soak.py --out "$out" "${@:3}"
+else
+  python3 bench_gpu.py --out "$out" "${@:2}"
+fi

@@ -17,8 +17,10 @@ from ._vkdelegate import (  # noqa: F401
     BACKEND_ID,
     Graph,
     GraphError,
+    OutOfMemoryError,
     VulkanError,
     device_info,
+    device_memory,
     is_available,
     last_error,
     loaded_memory_reports,
@@ -31,7 +33,8 @@ from ._vkdelegate import (  # noqa: F401
 )
 
 __all__ = [
-    "BACKEND_ID", "Graph", "GraphError", "VulkanError", "device_info", "is_available",
+    "BACKEND_ID", "Graph", "GraphError", "OutOfMemoryError", "VulkanError", "device_info", "device_memory",
+    "is_available",
     "last_error", "loaded_memory_reports", "loaded_shaders", "registered_ops", "unavailable_reason",
     "validation_enabled", "validation_error_count", "runner_path", "settings_table", "overrides",
 ]

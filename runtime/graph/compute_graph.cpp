@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <variant>
 
@@ -635,6 +636,7 @@ void ComputeGraph::allocate() {
   for (const auto& v : values_) {
     if (const auto* t = std::get_if<Tensor>(&v)) used[t->storage] = true;
   }
+  check_memory_fits(used);
   for (size_t i = 0; i < storages_.size(); ++i) {
     Storage& s = storages_[i];
     if (!used[i]) continue;
@@ -643,6 +645,44 @@ void ComputeGraph::allocate() {
       s.staging = std::make_unique<Buffer>(
           ctx_, s.nbytes, s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback,
           VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    }
+  }
+}
+
+// Out of memory is an error at load, before any buffer is made: the bytes the
+// program's buffers take in each memory heap (tensors, input and output staging,
+// the constants' staging for their upload) against what the heap has left.
+void ComputeGraph::check_memory_fits(const std::vector<bool>& used) const {
+  Allocator& allocator = ctx_.allocator();
+  const uint32_t device_type = allocator.memory_type(MemoryUsage::Device);
+  const bool device_mapped = allocator.host_coherent(device_type);
+  const auto aligned = [](VkDeviceSize n) { return (std::max<VkDeviceSize>(n, 4) + 255) / 256 * 256; };
+  std::map<uint32_t, VkDeviceSize> needed;  // heap -> bytes
+  VkDeviceSize constant_staging = 0;
+  for (size_t i = 0; i < storages_.size(); ++i) {
+    const Storage& s = storages_[i];
+    if (!used[i]) continue;
+    needed[allocator.heap_of(device_type)] += aligned(s.nbytes);
+    if (device_mapped) continue;
+    if (s.is_input || s.is_output) {
+      const MemoryUsage usage = s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback;
+      needed[allocator.heap_of(allocator.memory_type(usage))] += aligned(s.nbytes);
+    }
+    if (s.is_constant) constant_staging += (s.nbytes + 15) / 16 * 16;
+  }
+  if (constant_staging > 0) {
+    needed[allocator.heap_of(allocator.memory_type(MemoryUsage::Upload))] += aligned(constant_staging);
+  }
+  for (const auto& [heap, bytes] : needed) {
+    const VkDeviceSize available = allocator.available(heap);
+    if (bytes > available) {
+      throw OutOfMemoryError(
+          "out of GPU memory: the program needs " + bytes_str(bytes) + " of memory heap " +
+          std::to_string(heap) + " (its tensors, constants and staging buffers), " +
+          bytes_str(available) + " available" +
+          (process_settings().memory_limit_mb ? " (VKDELEGATE_MEMORY_LIMIT_MB=" +
+                                                    std::to_string(*process_settings().memory_limit_mb) + ")"
+                                              : std::string()));
     }
   }
 }
@@ -696,9 +736,11 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
 }
 
 void ComputeGraph::create_descriptors() {
-  const VkDeviceSize align = std::max<VkDeviceSize>(ctx_.info().min_uniform_offset_alignment, 16);
+  // Parameter blocks are uniform or storage buffers (Pipeline::params_type): aligned for both.
+  const VkDeviceSize align = std::max<VkDeviceSize>(
+      {ctx_.info().min_uniform_offset_alignment, ctx_.info().min_storage_offset_alignment, 16});
   VkDeviceSize total = 0;
-  uint32_t sets = 0, storage_descriptors = 0;
+  uint32_t sets = 0, storage_descriptors = 0, uniform_descriptors = 0;
   for (Node& node : nodes_) {
     if (!node.pipeline) continue;
     node.params.resize(std::max<size_t>((node.params.size() + 15) / 16 * 16, 16));
@@ -706,14 +748,17 @@ void ComputeGraph::create_descriptors() {
     total += (node.params.size() + align - 1) / align * align;
     sets += 1;
     storage_descriptors += static_cast<uint32_t>(node.tensors.size());
+    (node.pipeline->params_type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ? uniform_descriptors
+                                                                    : storage_descriptors) += 1;
   }
   if (sets == 0) return;
-  params_buffer_ = std::make_unique<Buffer>(ctx_, total, MemoryUsage::Upload,
-                                            VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT);
+  params_buffer_ = std::make_unique<Buffer>(
+      ctx_, total, MemoryUsage::Upload,
+      VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
 
   VkDescriptorPoolSize sizes[2] = {
       {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max<uint32_t>(storage_descriptors, 1)},
-      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, sets}};
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, std::max<uint32_t>(uniform_descriptors, 1)}};
   VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pci.maxSets = sets;
   pci.poolSizeCount = 2;
@@ -743,7 +788,7 @@ void ComputeGraph::create_descriptors() {
       writes[b].dstBinding = static_cast<uint32_t>(b);
       writes[b].descriptorCount = 1;
       writes[b].descriptorType =
-          is_params ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          is_params ? node.pipeline->params_type : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[b].pBufferInfo = &infos[b];
     }
     vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,

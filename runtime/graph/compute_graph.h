@@ -158,6 +158,7 @@ class ComputeGraph {
   void check_memory_plan(const void* fb_graph);
   void build_ops(const void* fb_graph);
   void allocate();
+  void check_memory_fits(const std::vector<bool>& used) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
   void create_descriptors();
   void propagate_sizes();

@@ -43,6 +43,32 @@ py::dict device_info() {
   d["cooperative_matrix"] = i.cooperative_matrix;
   d["cooperative_matrix_shapes"] = i.cooperative_matrix_shapes;
   d["cooperative_matrix2"] = i.cooperative_matrix2;
+  d["params_binding"] = i.params_in_storage ? "storage" : "uniform";
+  return d;
+}
+
+// The runtime's device memory: its blocks, and per heap the driver's budget and
+// usage where VK_EXT_memory_budget (budget 0 without it).
+py::dict device_memory() {
+  Context* ctx = Context::get();
+  if (!ctx) throw std::runtime_error("no Vulkan device is available: " + Context::unavailable_reason());
+  const AllocatorStats s = ctx->allocator().stats();
+  py::dict d;
+  d["blocks"] = s.blocks;
+  d["block_bytes"] = s.block_bytes;
+  d["used_bytes"] = s.used_bytes;
+  py::list heaps;
+  for (const HeapReport& h : ctx->allocator().heaps()) {
+    py::dict hd;
+    hd["size"] = h.size;
+    hd["device_local"] = h.device_local;
+    hd["budget"] = h.budget;
+    hd["usage"] = h.usage;
+    hd["block_bytes"] = h.block_bytes;
+    hd["used_bytes"] = h.used_bytes;
+    heaps.append(hd);
+  }
+  d["heaps"] = heaps;
   return d;
 }
 
@@ -269,13 +295,17 @@ py::list shaders(const ComputeGraph& g) {
 PYBIND11_MODULE(_vkdelegate, m) {
   m.doc() = "vkdelegate runtime: the VkDelegateBackend for ExecuTorch, and direct graph runs";
   py::register_exception<GraphError>(m, "GraphError", PyExc_ValueError);
-  py::register_exception<VulkanError>(m, "VulkanError", PyExc_RuntimeError);
+  auto vulkan_error = py::register_exception<VulkanError>(m, "VulkanError", PyExc_RuntimeError);
+  py::register_exception<OutOfMemoryError>(m, "OutOfMemoryError", vulkan_error.ptr());
 
   m.attr("BACKEND_ID") = kBackendId;
   m.def("is_available", [] { return Context::get() != nullptr; },
         "Whether a Vulkan device can be used.");
   m.def("unavailable_reason", [] { Context::get(); return Context::unavailable_reason(); });
   m.def("device_info", &device_info, "Properties of the chosen Vulkan device.");
+  m.def("device_memory", &device_memory,
+        "The runtime's device memory: blocks, block_bytes, used_bytes, and per heap size, device_local, "
+        "budget and usage (VK_EXT_memory_budget; 0 without it), block_bytes, used_bytes.");
   m.def("validation_enabled", [] { Context::get(); return Context::validation_enabled(); });
   m.def("validation_error_count", &Context::validation_error_count);
   m.def("registered_ops", &registered_ops, "Op names this runtime has kernels for.");

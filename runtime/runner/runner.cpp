@@ -4,7 +4,9 @@
 // the delegates' memory report, --json writes all of it to a file for scripts,
 // --dump-outputs the raw output tensors (to check them against a reference),
 // --pipeline-stats the driver's statistics of each compiled kernel (registers,
-// spills, shared memory: VK_KHR_pipeline_executable_properties, where the driver has it).
+// spills, shared memory: VK_KHR_pipeline_executable_properties, where the driver has it),
+// --soak N the host and device memory after the warm-up, after the timed runs and
+// after N load/execute/unload cycles of the method (benchmarks/soak.py).
 // --blob runs raw delegate blobs instead (a fuzz seed, a crasher from tests/regressions),
 // each loaded and executed on made-up inputs in this one process.
 #include <executorch/extension/data_loader/file_data_loader.h>
@@ -28,8 +30,11 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
+#include "../vk/memory.h"
 #include "../vk/pipeline.h"
 
 namespace et = ::executorch::runtime;
@@ -50,6 +55,7 @@ struct Options {
   std::string json;          // write the results here as JSON
   std::string inputs_dir;    // read input i from DIR/input_<i>.bin (raw, contiguous)
   std::string outputs_dir;   // write output i to DIR/output_<i>.bin after the timed runs
+  int soak_cycles = -1;      // --soak N: memory snapshots, and N load/unload cycles at the end
   std::vector<std::string> blobs;  // --blob: delegate blob files, or directories of them
 };
 
@@ -58,7 +64,7 @@ void usage() {
                "usage: vkdelegate_runner --model FILE.pte [--method forward] [--iters N]\n"
                "                         [--warmup N] [--profile] [--memory] [--json FILE]\n"
                "                         [--inputs DIR] [--dump-outputs DIR] [--pipeline-stats]\n"
-               "                         [--pipeline-ir DIR]\n"
+               "                         [--pipeline-ir DIR] [--soak CYCLES]\n"
                "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n");
 }
 
@@ -89,6 +95,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.pipeline_stats = true;
     } else if (a == "--memory") {
       o.memory = true;
+    } else if (a == "--soak") {
+      const char* v = next("--soak"); if (!v) return false; o.soak_cycles = std::max(0, std::atoi(v));
     } else if (a == "--json") {
       const char* v = next("--json"); if (!v) return false; o.json = v;
     } else if (a == "--inputs") {
@@ -132,6 +140,75 @@ bool read_raw(const std::string& path, std::vector<uint8_t>& data) {
   if (static_cast<size_t>(f.tellg()) != data.size()) return false;
   f.seekg(0);
   return static_cast<bool>(f.read(reinterpret_cast<char*>(data.data()), data.size()));
+}
+
+// A loaded method with the memory ExecuTorch gives it (planned buffers, pools).
+struct LoadedMethod {
+  std::vector<std::vector<uint8_t>> planned;
+  std::vector<et::Span<uint8_t>> spans;
+  std::vector<uint8_t> method_pool = std::vector<uint8_t>(16 << 20), temp_pool = std::vector<uint8_t>(16 << 20);
+  std::unique_ptr<et::MemoryAllocator> method_allocator, temp_allocator;
+  std::unique_ptr<et::HierarchicalAllocator> planned_memory;
+  std::unique_ptr<et::MemoryManager> memory_manager;
+  std::unique_ptr<et::Method> method;
+};
+
+// Loads `name`; prints why and returns null if it cannot.
+std::unique_ptr<LoadedMethod> load_method(et::Program& program, const et::MethodMeta& meta,
+                                          const std::string& name) {
+  auto m = std::make_unique<LoadedMethod>();
+  m->planned.resize(meta.num_memory_planned_buffers());
+  for (size_t i = 0; i < m->planned.size(); ++i) {
+    m->planned[i].resize(meta.memory_planned_buffer_size(i).get());
+    m->spans.emplace_back(m->planned[i].data(), m->planned[i].size());
+  }
+  m->method_allocator = std::make_unique<et::MemoryAllocator>(m->method_pool.size(), m->method_pool.data());
+  m->temp_allocator = std::make_unique<et::MemoryAllocator>(m->temp_pool.size(), m->temp_pool.data());
+  m->planned_memory = std::make_unique<et::HierarchicalAllocator>(
+      et::Span<et::Span<uint8_t>>(m->spans.data(), m->spans.size()));
+  m->memory_manager = std::make_unique<et::MemoryManager>(m->method_allocator.get(), m->planned_memory.get(),
+                                                          m->temp_allocator.get());
+  auto method = program.load_method(name.c_str(), m->memory_manager.get());
+  if (!method.ok()) {
+    std::fprintf(stderr, "cannot load method '%s' (error 0x%x): %s\n", name.c_str(),
+                 static_cast<unsigned>(method.error()), vkd::last_error().c_str());
+    return nullptr;
+  }
+  m->method = std::make_unique<et::Method>(std::move(method.get()));
+  return m;
+}
+
+bool set_inputs(et::Method& method, std::vector<InputTensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    et::Error e = method.set_input(et::EValue(::executorch::aten::Tensor(inputs[i].impl.get())), i);
+    if (e != et::Error::Ok) {
+      std::fprintf(stderr, "set_input %zu failed (error 0x%x)\n", i, static_cast<unsigned>(e));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Host and device memory at one point of a soak.
+struct MemorySnapshot {
+  std::string phase;
+  long rss_kb = 0;
+  vkd::AllocatorStats blocks;
+  std::vector<vkd::HeapReport> heaps;
+};
+
+MemorySnapshot snapshot(vkd::Context& ctx, const std::string& phase) {
+  MemorySnapshot s;
+  s.phase = phase;
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  s.rss_kb = resident * (sysconf(_SC_PAGESIZE) / 1024);
+  s.blocks = ctx.allocator().stats();
+  s.heaps = ctx.allocator().heaps();
+  return s;
 }
 
 std::string json_string(const std::string& s) {
@@ -245,24 +322,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<std::vector<uint8_t>> planned(meta->num_memory_planned_buffers());
-  std::vector<et::Span<uint8_t>> spans;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    planned[i].resize(meta->memory_planned_buffer_size(i).get());
-    spans.emplace_back(planned[i].data(), planned[i].size());
-  }
-  std::vector<uint8_t> method_pool(16 << 20), temp_pool(16 << 20);
-  et::MemoryAllocator method_allocator(method_pool.size(), method_pool.data());
-  et::MemoryAllocator temp_allocator(temp_pool.size(), temp_pool.data());
-  et::HierarchicalAllocator planned_memory({spans.data(), spans.size()});
-  et::MemoryManager memory_manager(&method_allocator, &planned_memory, &temp_allocator);
-
-  auto method = program->load_method(opt.method.c_str(), &memory_manager);
-  if (!method.ok()) {
-    std::fprintf(stderr, "cannot load method '%s' (error 0x%x): %s\n", opt.method.c_str(),
-                 static_cast<unsigned>(method.error()), vkd::last_error().c_str());
-    return 1;
-  }
+  std::unique_ptr<LoadedMethod> loaded = load_method(program.get(), meta.get(), opt.method);
+  if (!loaded) return 1;
+  et::Method* method = loaded->method.get();
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
 
@@ -291,12 +353,8 @@ int main(int argc, char** argv) {
     in.impl = std::make_unique<::executorch::runtime::etensor::TensorImpl>(
         tm.scalar_type(), static_cast<ssize_t>(in.sizes.size()), in.sizes.data(), in.data.data(),
         in.dim_order.data());
-    et::Error e = method->set_input(et::EValue(::executorch::aten::Tensor(in.impl.get())), i);
-    if (e != et::Error::Ok) {
-      std::fprintf(stderr, "set_input %zu failed (error 0x%x)\n", i, static_cast<unsigned>(e));
-      return 1;
-    }
   }
+  if (!set_inputs(*method, inputs)) return 1;
 
   for (int i = 0; i < opt.warmup; ++i) {
     if (method->execute() != et::Error::Ok) {
@@ -304,6 +362,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  std::vector<MemorySnapshot> memory;
+  if (opt.soak_cycles >= 0) memory.push_back(snapshot(*ctx, "after warm-up"));
   std::vector<double> ms;
   for (int i = 0; i < opt.iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -313,6 +373,7 @@ int main(int argc, char** argv) {
     }
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  if (opt.soak_cycles >= 0) memory.push_back(snapshot(*ctx, "after " + std::to_string(opt.iters) + " executes"));
   std::sort(ms.begin(), ms.end());
   const auto graphs = vkd::live_graphs();
   std::printf("model: %s (%zu delegate%s)\n", opt.model.c_str(), graphs.size(), graphs.size() == 1 ? "" : "s");
@@ -423,6 +484,40 @@ int main(int argc, char** argv) {
       first = false;
     }
     js << "]";
+  }
+  if (opt.soak_cycles >= 0) {
+    // One cycle: load the method again, execute once, unload (the first method stays loaded).
+    // Two warm-up cycles first, so that pipelines and allocator blocks are in place.
+    for (int c = 0; c < opt.soak_cycles + 2; ++c) {
+      if (c == 2) memory.push_back(snapshot(*ctx, "after 2 load/unload cycles"));
+      std::unique_ptr<LoadedMethod> again = load_method(program.get(), meta.get(), opt.method);
+      if (!again || !set_inputs(*again->method, inputs)) return 1;
+      if (again->method->execute() != et::Error::Ok) {
+        std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
+        return 1;
+      }
+    }
+    memory.push_back(snapshot(*ctx, "after " + std::to_string(opt.soak_cycles) + " more load/unload cycles"));
+    using ull = unsigned long long;
+    js << ", \"memory\": [";
+    for (size_t k = 0; k < memory.size(); ++k) {
+      const MemorySnapshot& s = memory[k];
+      std::printf("memory %s: host RSS %ld KB, device blocks %llu B (%llu B in buffers)", s.phase.c_str(),
+                  s.rss_kb, (ull)s.blocks.block_bytes, (ull)s.blocks.used_bytes);
+      js << (k ? ", " : "") << "{\"phase\": " << json_string(s.phase) << ", \"rss_kb\": " << s.rss_kb
+         << ", \"block_bytes\": " << s.blocks.block_bytes << ", \"used_bytes\": " << s.blocks.used_bytes
+         << ", \"heaps\": [";
+      for (size_t h = 0; h < s.heaps.size(); ++h) {
+        const vkd::HeapReport& r = s.heaps[h];
+        if (r.budget > 0) std::printf(", heap %zu usage %llu B of budget %llu B", h, (ull)r.usage, (ull)r.budget);
+        js << (h ? ", " : "") << "{\"size\": " << r.size << ", \"device_local\": "
+           << (r.device_local ? "true" : "false") << ", \"budget\": " << r.budget << ", \"usage\": " << r.usage
+           << ", \"block_bytes\": " << r.block_bytes << "}";
+      }
+      std::printf("\n");
+      js << "]}";
+    }
+    js << "], \"soak_cycles\": " << opt.soak_cycles;
   }
   if (!opt.json.empty()) {
     js << "}\n";

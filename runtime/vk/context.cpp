@@ -269,6 +269,7 @@ struct Context::DeviceFeatures {
   bool has_coopmat = false;   // VK_KHR_cooperative_matrix
   bool has_coopmat2 = false;  // VK_NV_cooperative_matrix2 as well
   bool want_statistics = false;
+  bool has_memory_budget = false;  // VK_EXT_memory_budget
 
   DeviceFeatures() = default;
   DeviceFeatures(const DeviceFeatures&) = delete;
@@ -352,6 +353,7 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   f.has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
                   vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
   f.has_coopmat2 = f.has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
+  f.has_memory_budget = has_extension(dev_exts, "VK_EXT_memory_budget");
   f.want_statistics = process_settings().pipeline_stats &&
                       has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
 
@@ -394,8 +396,10 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
                            const Context::DeviceFeatures& f) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
+  if (p.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
   vkGetPhysicalDeviceProperties2(device, &props2);
 
   DeviceInfo info;
@@ -416,6 +420,15 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   }
   info.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  info.driver_id = p.apiVersion >= VK_API_VERSION_1_2 ? driver.driverID : 0;
+  // lavapipe (Mesa 22.3) inlines uniform-buffer values that steer a shader's branches
+  // or loops: on every dispatch, for every submit, it recompiles the shader and never
+  // frees the result (~200 KB per dispatch of binary.glsl). Storage buffers it leaves
+  // alone, so there the parameter blocks go in storage buffers (PARAMS_BINDING), for the
+  // shaders without barriers (spirv_uniform_blocks_as_storage says why).
+  const std::string& binding = process_settings().params_binding;
+  info.params_in_storage = binding.empty() ? info.driver_id == VK_DRIVER_ID_MESA_LLVMPIPE
+                                           : binding == "storage";
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   info.timestamp_period_ns = p.limits.timestampPeriod;
@@ -431,6 +444,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
                              f.coopmat2.cooperativeMatrixTensorAddressing &&
                              f.coopmat2.cooperativeMatrixPerElementOperations;
   info.pipeline_statistics = f.want_statistics && f.executable_props.pipelineExecutableInfo;
+  info.memory_budget = f.has_memory_budget;
   info.pipeline_internal_representations = info.pipeline_statistics && process_settings().pipeline_ir;
   return info;
 }
@@ -524,6 +538,7 @@ void Context::create_device(const DeviceFeatures& f) {
   if (info_.cooperative_matrix) device_exts.push_back("VK_KHR_cooperative_matrix");
   if (info_.cooperative_matrix2) device_exts.push_back("VK_NV_cooperative_matrix2");
   if (info_.pipeline_statistics) device_exts.push_back("VK_KHR_pipeline_executable_properties");
+  if (info_.memory_budget) device_exts.push_back("VK_EXT_memory_budget");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

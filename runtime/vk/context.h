@@ -22,6 +22,13 @@ class VulkanError : public std::runtime_error {
 
 const char* result_name(VkResult r);
 
+// A program or buffer that does not fit in the device's memory (or in
+// VKDELEGATE_MEMORY_LIMIT_MB); the message gives the bytes needed and available.
+class OutOfMemoryError : public VulkanError {
+ public:
+  using VulkanError::VulkanError;
+};
+
 #define VKD_CHECK(expr)                                                     \
   do {                                                                      \
     VkResult vkd_result_ = (expr);                                          \
@@ -45,6 +52,11 @@ struct DeviceInfo {
   VkDeviceSize max_storage_buffer_range = 0;
   VkDeviceSize min_uniform_offset_alignment = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
+  uint32_t driver_id = 0;  // VkDriverId; 0 where the device has no Vulkan 1.2
+  // Parameter blocks are bound as storage buffers, not uniform buffers, for the
+  // shaders spirv_uniform_blocks_as_storage can rewrite (pipeline.h).
+  bool params_in_storage = false;
+  bool memory_budget = false;  // VK_EXT_memory_budget, enabled: the heaps' budget and usage
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
   float timestamp_period_ns = 0.f;

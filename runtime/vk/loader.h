@@ -85,6 +85,7 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   X(vkGetPhysicalDeviceFeatures2)                \
   X(vkGetPhysicalDeviceQueueFamilyProperties)    \
   X(vkGetPhysicalDeviceMemoryProperties)         \
+  X(vkGetPhysicalDeviceMemoryProperties2)        \
   X(vkEnumerateDeviceExtensionProperties)        \
   X(vkCreateDevice)                              \
   X(vkGetDeviceProcAddr)                         \

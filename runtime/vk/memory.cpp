@@ -1,8 +1,11 @@
 #include "memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <map>
+
+#include "../settings.h"
 
 namespace vkd {
 
@@ -57,7 +60,85 @@ struct MemoryBlock {
   }
 };
 
-Allocator::Allocator(Context& ctx) : ctx_(ctx) {}
+std::string bytes_str(uint64_t bytes) {
+  char mib[32];
+  std::snprintf(mib, sizeof(mib), "%.1f", static_cast<double>(bytes) / (1 << 20));
+  return std::to_string(bytes) + " bytes (" + mib + " MiB)";
+}
+
+Allocator::Allocator(Context& ctx) : ctx_(ctx) {
+  if (const std::optional<int64_t> mb = process_settings().memory_limit_mb) {
+    limit_ = static_cast<VkDeviceSize>(*mb) << 20;
+  }
+}
+
+uint32_t Allocator::heap_of(uint32_t type) const {
+  return ctx_.memory_properties().memoryTypes[type].heapIndex;
+}
+
+bool Allocator::host_coherent(uint32_t type) const {
+  const VkMemoryPropertyFlags coherent =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  return (ctx_.memory_properties().memoryTypes[type].propertyFlags & coherent) == coherent;
+}
+
+std::vector<HeapReport> Allocator::heaps_locked() const {
+  const auto& mp = ctx_.memory_properties();
+  std::vector<HeapReport> out(mp.memoryHeapCount);
+  for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
+    out[h].size = mp.memoryHeaps[h].size;
+    out[h].device_local = mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+  }
+  if (ctx_.info().memory_budget) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mp2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    mp2.pNext = &budget;
+    vkGetPhysicalDeviceMemoryProperties2(ctx_.physical_device(), &mp2);
+    for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
+      out[h].budget = budget.heapBudget[h];
+      out[h].usage = budget.heapUsage[h];
+    }
+  }
+  for (const auto& b : blocks_) {
+    HeapReport& r = out[heap_of(b->type)];
+    r.block_bytes += b->size;
+    r.used_bytes += b->used;
+  }
+  return out;
+}
+
+std::vector<HeapReport> Allocator::heaps() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return heaps_locked();
+}
+
+VkDeviceSize Allocator::total_block_bytes() const {
+  VkDeviceSize total = 0;
+  for (const auto& b : blocks_) total += b->size;
+  return total;
+}
+
+VkDeviceSize Allocator::room_for_blocks(uint32_t heap) const {
+  const HeapReport report = heaps_locked()[heap];
+  VkDeviceSize room = report.budget > 0
+                          ? (report.budget > report.usage ? report.budget - report.usage : 0)
+                          : (report.size > report.block_bytes ? report.size - report.block_bytes : 0);
+  if (limit_) {
+    const VkDeviceSize total = total_block_bytes();
+    room = std::min(room, limit_ > total ? limit_ - total : 0);
+  }
+  return room;
+}
+
+VkDeviceSize Allocator::available(uint32_t heap) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  VkDeviceSize free_in_blocks = 0;
+  for (const auto& b : blocks_) {
+    if (heap_of(b->type) == heap) free_in_blocks += b->size - b->used;
+  }
+  return free_in_blocks + room_for_blocks(heap);
+}
 
 Allocator::~Allocator() {
   for (auto& b : blocks_) {
@@ -100,15 +181,31 @@ uint32_t Allocator::choose_type(uint32_t type_bits, MemoryUsage usage) const {
   return static_cast<uint32_t>(best);
 }
 
-MemoryBlock* Allocator::new_block(uint32_t type, VkDeviceSize size) {
+// A block of at least `request` bytes: kBlockSize, or the request rounded up to
+// 1 MiB, whichever is larger, if there is room for it; else the request alone.
+MemoryBlock* Allocator::new_block(uint32_t type, VkDeviceSize request) {
+  const uint32_t heap = heap_of(type);
+  const VkDeviceSize room = room_for_blocks(heap);
+  const auto out_of_memory = [&](const std::string& why) {
+    return OutOfMemoryError("out of GPU memory: a buffer needs " + bytes_str(request) +
+                            " of memory heap " + std::to_string(heap) + ", " + bytes_str(room) +
+                            " available" + why);
+  };
+  if (limit_ && request > room) throw out_of_memory(" (VKDELEGATE_MEMORY_LIMIT_MB)");
+  const VkDeviceSize preferred = std::max(kBlockSize, align_up(request, 1ull << 20));
   auto block = std::make_unique<MemoryBlock>();
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  ai.allocationSize = size;
   ai.memoryTypeIndex = type;
-  VkResult r = vkAllocateMemory(ctx_.device(), &ai, nullptr, &block->memory);
+  VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  VkDeviceSize size = 0;
+  for (VkDeviceSize s : {preferred, request}) {
+    if (s > room && s != request) continue;  // over the budget: try the request alone
+    ai.allocationSize = size = s;
+    r = vkAllocateMemory(ctx_.device(), &ai, nullptr, &block->memory);
+    if (r == VK_SUCCESS || s == request) break;
+  }
   if (r != VK_SUCCESS) {
-    throw VulkanError("could not allocate " + std::to_string(size) +
-                      " bytes of GPU memory (" + result_name(r) + ")");
+    throw out_of_memory(std::string(" (vkAllocateMemory: ") + result_name(r) + ")");
   }
   const VkMemoryPropertyFlags f = ctx_.memory_properties().memoryTypes[type].propertyFlags;
   // Only coherent memory is mapped, so no flushes are ever needed.
@@ -116,7 +213,11 @@ MemoryBlock* Allocator::new_block(uint32_t type, VkDeviceSize size) {
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   if ((f & coherent) == coherent) {
     void* p = nullptr;
-    VKD_CHECK(vkMapMemory(ctx_.device(), block->memory, 0, VK_WHOLE_SIZE, 0, &p));
+    r = vkMapMemory(ctx_.device(), block->memory, 0, VK_WHOLE_SIZE, 0, &p);
+    if (r != VK_SUCCESS) {
+      vkFreeMemory(ctx_.device(), block->memory, nullptr);
+      throw out_of_memory(std::string(" (vkMapMemory: ") + result_name(r) + ")");
+    }
     block->mapped = static_cast<uint8_t*>(p);
   }
   block->device_local = f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
@@ -139,7 +240,7 @@ Allocation Allocator::allocate(const VkMemoryRequirements& req, MemoryUsage usag
     }
   }
   if (!block) {
-    block = new_block(type, std::max(kBlockSize, align_up(req.size, 1ull << 20)));
+    block = new_block(type, req.size);
     if (!block->take(req.size, req.alignment, &offset)) {
       throw VulkanError("allocator: fresh block too small");
     }

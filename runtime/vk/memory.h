@@ -35,23 +35,54 @@ struct AllocatorStats {
   uint64_t used_bytes = 0;
 };
 
+// One memory heap of the device, as the runtime sees it.
+struct HeapReport {
+  VkDeviceSize size = 0;
+  bool device_local = false;
+  // VK_EXT_memory_budget's budget and usage of the whole process (0 without it).
+  VkDeviceSize budget = 0;
+  VkDeviceSize usage = 0;
+  VkDeviceSize block_bytes = 0;  // our blocks in this heap
+  VkDeviceSize used_bytes = 0;   // of which buffers hold this much
+};
+
 class Allocator {
  public:
   explicit Allocator(Context& ctx);
   ~Allocator();
 
+  // Throws OutOfMemoryError when the memory cannot be had (the device's or
+  // VKDELEGATE_MEMORY_LIMIT_MB's).
   Allocation allocate(const VkMemoryRequirements& req, MemoryUsage usage);
   void free(Allocation& a);
   AllocatorStats stats() const;
+  std::vector<HeapReport> heaps() const;
+
+  // The memory type a buffer of `usage` takes (any buffer's), and its heap.
+  uint32_t memory_type(MemoryUsage usage) const { return choose_type(~0u, usage); }
+  uint32_t heap_of(uint32_t type) const;
+  bool host_coherent(uint32_t type) const;
+  // Bytes that new buffers in `heap` can still get: free space in our blocks
+  // there, and what the heap can still give (VK_EXT_memory_budget's budget less
+  // its usage, else its size less our blocks), within VKDELEGATE_MEMORY_LIMIT_MB.
+  VkDeviceSize available(uint32_t heap) const;
 
  private:
   uint32_t choose_type(uint32_t type_bits, MemoryUsage usage) const;
-  MemoryBlock* new_block(uint32_t type, VkDeviceSize size);
+  MemoryBlock* new_block(uint32_t type, VkDeviceSize request);
+  // With mutex_ held:
+  std::vector<HeapReport> heaps_locked() const;
+  VkDeviceSize room_for_blocks(uint32_t heap) const;
+  VkDeviceSize total_block_bytes() const;
 
   Context& ctx_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
+  VkDeviceSize limit_ = 0;  // VKDELEGATE_MEMORY_LIMIT_MB in bytes; 0: none
 };
+
+// "123456789 bytes (117.7 MiB)"
+std::string bytes_str(uint64_t bytes);
 
 class Buffer {
  public:

@@ -67,6 +67,45 @@ std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words
   return writes;
 }
 
+std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, size_t num_words) {
+  if (num_words < 5 || words[0] != 0x07230203u || words[1] < 0x00010300u) return {};
+  constexpr uint32_t kOpTypePointer = 32, kOpTypeForwardPointer = 39, kOpVariable = 59,
+                     kOpDecorate = 71, kOpControlBarrier = 224;
+  constexpr uint32_t kUniform = 2, kStorageBuffer = 12, kBinding = 33, kNonWritable = 24;
+  std::unordered_set<uint32_t> blocks;  // the uniform block variables
+  for (size_t i = 5; i < num_words;) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    if (count == 0 || i + count > num_words) return {};
+    if (op == kOpVariable && count >= 4 && words[i + 3] == kUniform) blocks.insert(words[i + 2]);
+    // Shaders with workgroup barriers keep their uniform block: lavapipe miscomputed
+    // reduce_var (two passes over a row, barriers between) with its parameters in a
+    // storage buffer (tests/test_ops.py, var long_row_1x1031). Of them, only the
+    // reductions of reduce.glsl grew memory there; not_inlined (common.glslh) fixed that.
+    if (op == kOpControlBarrier) return {};
+    i += count;
+  }
+  std::vector<uint32_t> out(words, words + 5);
+  out.reserve(num_words + 3 * blocks.size());
+  for (size_t i = 5; i < num_words;) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    const size_t begin = out.size();
+    out.insert(out.end(), words + i, words + i + count);
+    // The storage class operand: after the result id of a pointer type, after the
+    // result type and id of a variable.
+    const size_t at = begin + (op == kOpVariable ? 3 : 2);
+    if ((op == kOpTypePointer || op == kOpTypeForwardPointer || op == kOpVariable) &&
+        at < out.size() && out[at] == kUniform) {
+      out[at] = kStorageBuffer;
+    }
+    // Read-only, as the uniform block was.
+    if (op == kOpDecorate && count >= 4 && words[i + 2] == kBinding && blocks.count(words[i + 1])) {
+      out.insert(out.end(), {(3u << 16) | kOpDecorate, words[i + 1], kNonWritable});
+    }
+    i += count;
+  }
+  return out;
+}
+
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VKD_CHECK(vkCreatePipelineCache(ctx.device(), &ci, nullptr, &cache_));
@@ -181,11 +220,15 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   p->writes = spirv_written_bindings(bin->words, bin->num_words, num_storage);  // barrier placement
   VkDevice dev = ctx_.device();
 
+  std::vector<uint32_t> storage_params_words;
+  if (ctx_.info().params_in_storage) {
+    storage_params_words = spirv_uniform_blocks_as_storage(bin->words, bin->num_words);
+    if (!storage_params_words.empty()) p->params_type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  }
   std::vector<VkDescriptorSetLayoutBinding> bindings(num_storage + 1);
   for (uint32_t i = 0; i <= num_storage; ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = i < num_storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                                                 : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    bindings[i].descriptorType = i < num_storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : p->params_type;
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
@@ -200,8 +243,13 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   VKD_CHECK(vkCreatePipelineLayout(dev, &pl, nullptr, &p->layout));
 
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  sm.codeSize = bin->num_words * sizeof(uint32_t);
-  sm.pCode = bin->words;
+  if (storage_params_words.empty()) {
+    sm.codeSize = bin->num_words * sizeof(uint32_t);
+    sm.pCode = bin->words;
+  } else {
+    sm.codeSize = storage_params_words.size() * sizeof(uint32_t);
+    sm.pCode = storage_params_words.data();
+  }
   VkShaderModule module;
   VKD_CHECK(vkCreateShaderModule(dev, &sm, nullptr, &module));
 

@@ -2,8 +2,9 @@
 // per (shader, number of storage buffers, workgroup size).
 //
 // Binding convention of every shader: storage buffers at bindings 0..n-1 (the
-// output first), one uniform buffer of parameters at binding n. The workgroup
-// size comes from specialization constants 0, 1, 2.
+// output first), one uniform buffer of parameters at binding n (a storage buffer
+// where DeviceInfo::params_in_storage). The workgroup size comes from
+// specialization constants 0, 1, 2.
 #pragma once
 
 #include <array>
@@ -39,6 +40,8 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline handle = VK_NULL_HANDLE;
+  // The descriptor type of the parameter block at binding num_storage.
+  VkDescriptorType params_type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
   // Barrier placement: per storage binding, whether the shader may write it (its
   // SPIR-V lacks NonWritable, i.e. the GLSL block is not `readonly`). The graph
   // records a barrier only between dispatches whose accesses conflict.
@@ -55,6 +58,12 @@ struct Pipeline {
 // module may write. A binding the module does not declare is read-only here.
 std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words,
                                          uint32_t num_storage);
+
+// The module with its uniform blocks moved to the StorageBuffer storage class
+// (DeviceInfo::params_in_storage); empty when the module is older than SPIR-V 1.3
+// (where storage buffers are of the Uniform class too and cannot be told apart) or
+// has workgroup barriers.
+std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, size_t num_words);
 
 class PipelineCache {
  public:
