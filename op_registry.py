@@ -743,7 +743,7 @@ _ENTRIES = [
             _ELEMENTWISE + " alpha, scale, input_scale.", keep_undecomposed=True, kind="transcendental", dtypes=FLOATS),
     OpEntry("sum", (aten.sum.dim_IntList,),
             "Over any dims (an empty list: all), keepdim; float32, or integers/bool giving int64; "
-            "no dtype conversion." + _INT_STORAGE,
+            "no dtype conversion; int64 sums are exact." + _INT_STORAGE + _INT64_CHECKED,
             dtypes=ANY_DTYPE | FP16, check=_check_sum, kind="reduction"),
     OpEntry("mean", (aten.mean.dim, aten.mean.default),
             "Over any dims (an empty list: all), keepdim; float32 and float16.", check=_check_same_dtype, kind="reduction", dtypes=FLOATS),

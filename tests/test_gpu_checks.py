@@ -181,6 +181,11 @@ INT64_CASES = {
     "mul_scalar": (Unary(lambda a: a * 3), (torch.tensor([715827882, -715827882]),), (torch.tensor([715827883, 0]),)),
     "neg": (Unary(torch.neg), (torch.tensor([INT32_MAX, -5]),), (torch.tensor([INT32_MIN, 0]),)),
     "abs": (Unary(torch.abs), (torch.tensor([INT32_MIN + 1, 5]),), (torch.tensor([INT32_MIN, 0]),)),
+    # Partial sums leave int32 where the total does not: summed exactly.
+    "sum": (Unary(lambda a: a.sum(dim=1)), (torch.tensor([[INT32_MAX, 1, -5], [INT32_MIN, -1, 2]]),),
+            (torch.tensor([[INT32_MAX, 1, 0], [0, 0, 0]]),)),
+    "sum_of_int32": (Unary(lambda a: a.sum()), (torch.tensor([INT32_MAX, 7, -9], dtype=torch.int32),),
+                     (torch.tensor([INT32_MIN, -1, 0], dtype=torch.int32),)),
 }
 
 
