@@ -677,7 +677,7 @@ _ENTRIES = [
             dtypes=NUMERIC | FP16, check=_check_div),
     OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar),
             _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
-            "(negative integer exponents of integers give 0 unless the base is +-1).",
+            "(negative integer exponents of integers give 0 unless the base is +-1)." + _INT64_CHECKED,
             dtypes=NUMERIC | FP16, check=_check_binary, kind="transcendental"),
     OpEntry("minimum", (aten.minimum.default,),
             _BINARY + " NaN propagates.", dtypes=NUMERIC | FP16, check=_check_binary),

@@ -16,6 +16,7 @@
 // variant binary_add_int64(i32): OP(a,b)=add_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant binary_sub_int64(i32): OP(a,b)=sub_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant binary_mul_int64(i32): OP(a,b)=mul_int64(a,b) CHECKED=1
+// variant binary_pow_int64(i32): OP(a,b)=power_int64(a,b) CHECKED=1
 // variant binary_bitwise_and(i32): OP(a,b)=(a&b)
 // variant binary_bitwise_or(i32): OP(a,b)=(a|b)
 // variant binary_bitwise_xor(i32): OP(a,b)=(a^b)

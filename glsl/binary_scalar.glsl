@@ -8,6 +8,8 @@
 // variant scalar_add_int64(i32): OP(a,b)=add_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant scalar_sub_int64(i32): OP(a,b)=sub_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant scalar_mul_int64(i32): OP(a,b)=mul_int64(a,b) CHECKED=1
+// variant scalar_pow_int64(i32): OP(a,b)=power_int64(a,b) CHECKED=1
+// variant scalar_rpow_int64(i32): OP(a,b)=power_int64(b,a) CHECKED=1
 // variant scalar_pow: OP(a,b)=power(a,b)
 // variant scalar_rpow: OP(a,b)=power(b,a)
 #version 450

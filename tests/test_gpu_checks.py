@@ -181,6 +181,9 @@ INT64_CASES = {
     "mul_scalar": (Unary(lambda a: a * 3), (torch.tensor([715827882, -715827882]),), (torch.tensor([715827883, 0]),)),
     "neg": (Unary(torch.neg), (torch.tensor([INT32_MAX, -5]),), (torch.tensor([INT32_MIN, 0]),)),
     "abs": (Unary(torch.abs), (torch.tensor([INT32_MIN + 1, 5]),), (torch.tensor([INT32_MIN, 0]),)),
+    "pow": (Binary(torch.pow), (torch.tensor([3, -2, 7, 0]), torch.tensor([19, 31, 0, 5])),
+            (torch.tensor([2, 1, 0, 0]), torch.tensor([31, 1, 0, 0]))),
+    "pow_scalar": (Unary(lambda a: a ** 3), (torch.tensor([1290, -1290]),), (torch.tensor([1291, 0]),)),
     # Partial sums leave int32 where the total does not: summed exactly.
     "sum": (Unary(lambda a: a.sum(dim=1)), (torch.tensor([[INT32_MAX, 1, -5], [INT32_MIN, -1, 2]]),),
             (torch.tensor([[INT32_MAX, 1, 0], [0, 0, 0]]),)),

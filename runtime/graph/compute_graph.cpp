@@ -876,13 +876,14 @@ void ComputeGraph::check_faults() {
                     std::to_string(bound) + " is outside the int32 range";
           break;
         case kFaultInt64Range: {
-          // detail: the operator ('+', '-', '*'; 'n': negation, 'a': abs; 'S': a sum,
+          // detail: the operator ('+', '-', '*', '^'; 'n': negation, 'a': abs; 'S': a sum,
           // whose high and low words are value and bound).
           const std::string a = std::to_string(value), b = std::to_string(bound);
           const int64_t sum = static_cast<int64_t>(static_cast<uint64_t>(slot[2]) << 32 | slot[3]);
           const std::string expr = slot[1] == 'n'   ? "-(" + a + ")"
                                    : slot[1] == 'a' ? "abs(" + a + ")"
                                    : slot[1] == 'S' ? "a sum, " + std::to_string(sum) + ","
+                                   : slot[1] == '^' ? a + " ** " + b
                                                     : a + " " + static_cast<char>(slot[1] & 0x7f) + " " + b;
           message = op + ": int64 result of " + expr + " leaves the int32 range the GPU stores int64 in";
           break;

@@ -73,8 +73,8 @@ std::string checked_variant(ComputeGraph& g, const std::string& shader, int id) 
     if (shader == div) return shader + "_checked";
   }
   if (dt != DType::Int64) return "";
-  for (const char* op : {"binary_add", "binary_sub", "binary_mul", "scalar_add", "scalar_sub", "scalar_mul",
-                         "unary_neg", "unary_abs"}) {
+  for (const char* op : {"binary_add", "binary_sub", "binary_mul", "binary_pow", "scalar_add", "scalar_sub",
+                         "scalar_mul", "scalar_pow", "scalar_rpow", "unary_neg", "unary_abs"}) {
     if (shader == op) return shader + "_int64";
   }
   return "";
