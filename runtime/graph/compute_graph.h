@@ -206,7 +206,7 @@ class ComputeGraph {
   size_t num_mem_objs_ = 0;
   int scratch_storage_ = -1;  // add_scratch_tensor's storage, once asked for
   // add_fault_slot's: one host-visible storage, a slot per checking node in
-  // graph order, each slot_stride_ bytes (a binding offset must be aligned).
+  // graph order, each fault_slot_stride_ bytes (a binding offset must be aligned).
   int fault_storage_ = -1;
   struct FaultSlot {
     int value;  // the slot's tensor value
