@@ -660,7 +660,8 @@ _ENTRIES = [
         "to_copy",
         (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
         "Conversions between float32, float16, int32, int64 and bool with contiguous dim order (float to int "
-        "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
+        "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE
+        + " Float to int64 outside int32 is an error at execute.",
         dtypes=ANY_DTYPE | FP16,
         check=_check_to_copy,
         aliases_input=True,

@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -95,25 +94,24 @@ def main():
     ap.add_argument("--runner", metavar="BUNDLE", help="time the bundle's .pte files through its C++ runner")
     args = ap.parse_args()
 
-    rows = []
+    print("| model | checks on, ms | off (NO_GPU_CHECKS), ms | on / off | checked dispatches |")
+    print("|---|---|---|---|---|", flush=True)
+
+    def row(name, on, off, checked):
+        print(f"| {name} | {on:.3f} | {off:.3f} | {on / off:.3f} | {'-' if checked is None else checked} |",
+              flush=True)
+
     if args.runner:
         with open(os.path.join(args.runner, "manifest.json")) as f:
             cases = [c for c in json.load(f)["cases"] if c["kind"] not in ("micro", "quant")]
         wanted = set(args.models.split(",")) if args.models else None
         for case in cases:
             if wanted is None or case["name"] in wanted:
-                rows.append((case["name"],) + runner_rounds(args.runner, case["pte"], args.iters, args.rounds))
+                row(case["name"], *runner_rounds(args.runner, case["pte"], args.iters, args.rounds))
     else:
         from vkdelegate.examples.models import MODELS
-        names = args.models.split(",") if args.models else list(MODELS)
-        for name in names:
-            rows.append((name,) + local_rounds(MODELS[name], args.iters, args.rounds))
-            print(f"  {name}: done", file=sys.stderr, flush=True)
-
-    print("| model | checks on, ms | off (NO_GPU_CHECKS), ms | on / off | checked dispatches |")
-    print("|---|---|---|---|---|")
-    for name, on, off, checked in rows:
-        print(f"| {name} | {on:.3f} | {off:.3f} | {on / off:.3f} | {'-' if checked is None else checked} |")
+        for name in args.models.split(",") if args.models else list(MODELS):
+            row(name, *local_rounds(MODELS[name], args.iters, args.rounds))
 
 
 if __name__ == "__main__":

@@ -184,6 +184,8 @@ INT64_CASES = {
     "pow": (Binary(torch.pow), (torch.tensor([3, -2, 7, 0]), torch.tensor([19, 31, 0, 5])),
             (torch.tensor([2, 1, 0, 0]), torch.tensor([31, 1, 0, 0]))),
     "pow_scalar": (Unary(lambda a: a ** 3), (torch.tensor([1290, -1290]),), (torch.tensor([1291, 0]),)),
+    "to_int64": (Unary(lambda a: a.to(torch.int64)), (torch.tensor([-2147483648.0, 2147483520.0, -7.9]),),
+                 (torch.tensor([0.0, 2147483648.0, 1.0]),)),
     # Partial sums leave int32 where the total does not: summed exactly.
     "sum": (Unary(lambda a: a.sum(dim=1)), (torch.tensor([[INT32_MAX, 1, -5], [INT32_MIN, -1, 2]]),),
             (torch.tensor([[INT32_MAX, 1, 0], [0, 0, 0]]),)),

@@ -1,6 +1,7 @@
 #include "compute_graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -853,6 +854,16 @@ namespace {
 enum FaultCode : uint32_t { kFaultIndex = 1, kFaultDivZero = 2, kFaultDivOverflow = 3, kFaultInt64Range = 4 };
 }  // namespace
 
+namespace {
+std::string float_text(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", f);
+  return text;
+}
+}  // namespace
+
 void ComputeGraph::check_faults() {
   if (fault_storage_ < 0) return;
   uint8_t* base = storages_[fault_storage_].buffer->mapped();
@@ -877,13 +888,14 @@ void ComputeGraph::check_faults() {
           break;
         case kFaultInt64Range: {
           // detail: the operator ('+', '-', '*', '^'; 'n': negation, 'a': abs; 'S': a sum,
-          // whose high and low words are value and bound).
+          // whose high and low words are value and bound; 'c': a float converted, value its bits).
           const std::string a = std::to_string(value), b = std::to_string(bound);
           const int64_t sum = static_cast<int64_t>(static_cast<uint64_t>(slot[2]) << 32 | slot[3]);
           const std::string expr = slot[1] == 'n'   ? "-(" + a + ")"
                                    : slot[1] == 'a' ? "abs(" + a + ")"
                                    : slot[1] == 'S' ? "a sum, " + std::to_string(sum) + ","
                                    : slot[1] == '^' ? a + " ** " + b
+                                   : slot[1] == 'c' ? "converting " + float_text(slot[2])
                                                     : a + " " + static_cast<char>(slot[1] & 0x7f) + " " + b;
           message = op + ": int64 result of " + expr + " leaves the int32 range the GPU stores int64 in";
           break;
