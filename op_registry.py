@@ -532,6 +532,9 @@ _ELEMENTWISE = "Elementwise; ranks 0-8."
 _BINARY = ("Elementwise with broadcasting; ranks 0-8; a Python scalar operand becomes a constant; "
            "operands of one dtype (no type promotion).")
 _INT_STORAGE = " int64 and bool are stored as int32 on the GPU (int64 values must fit in int32)."
+# Checked on the GPU (glsl/fault.glslh): the execute fails with an error naming the op.
+_INDEX_CHECKED = " An index out of range is an error at execute, as in eager PyTorch."
+_INT64_CHECKED = " An int64 result outside int32 (its GPU storage) is an error at execute."
 
 # ----------------------------------------------------------------------------
 # Static int8 from PT2E (quant/pt2e.py's VulkanQuantizer).
@@ -551,11 +554,11 @@ def _check_per_tensor(node: Node) -> Optional[str]:
 
 
 _ENTRIES = [
-    OpEntry("add", (aten.add.Tensor, aten.add.Scalar), _BINARY + " alpha supported.",
+    OpEntry("add", (aten.add.Tensor, aten.add.Scalar), _BINARY + " alpha supported." + _INT64_CHECKED,
             dtypes=NUMERIC | FP16, check=_check_binary),
-    OpEntry("sub", (aten.sub.Tensor, aten.sub.Scalar), _BINARY + " alpha supported.",
+    OpEntry("sub", (aten.sub.Tensor, aten.sub.Scalar), _BINARY + " alpha supported." + _INT64_CHECKED,
             dtypes=NUMERIC | FP16, check=_check_binary),
-    OpEntry("mul", (aten.mul.Tensor, aten.mul.Scalar), _BINARY, dtypes=NUMERIC | FP16,
+    OpEntry("mul", (aten.mul.Tensor, aten.mul.Scalar), _BINARY + _INT64_CHECKED, dtypes=NUMERIC | FP16,
             check=_check_binary),
     OpEntry(
         "div",
@@ -657,7 +660,8 @@ _ENTRIES = [
         "to_copy",
         (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
         "Conversions between float32, float16, int32, int64 and bool with contiguous dim order (float to int "
-        "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE,
+        "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE
+        + " Float to int64 outside int32 is an error at execute.",
         dtypes=ANY_DTYPE | FP16,
         check=_check_to_copy,
         aliases_input=True,
@@ -669,11 +673,12 @@ _ENTRIES = [
     # reductions (dtype conversions are the to_copy entry above) ---
     OpEntry("div_rounding", (aten.div.Tensor_mode,),
             _BINARY + " rounding_mode 'trunc' and 'floor' on float32 and integers (as torch, floor division "
-            "by 0 gives inf/NaN on floats); None (true division) on float32 and float16.",
+            "by 0 gives inf/NaN on floats; integer division by 0, and -2^31 / -1, is an error at execute); None "
+            "(true division) on float32 and float16.",
             dtypes=NUMERIC | FP16, check=_check_div),
     OpEntry("pow", (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar),
             _BINARY + " IEEE special cases as torch; integer powers by repeated multiplication "
-            "(negative integer exponents of integers give 0 unless the base is +-1).",
+            "(negative integer exponents of integers give 0 unless the base is +-1)." + _INT64_CHECKED,
             dtypes=NUMERIC | FP16, check=_check_binary, kind="transcendental"),
     OpEntry("minimum", (aten.minimum.default,),
             _BINARY + " NaN propagates.", dtypes=NUMERIC | FP16, check=_check_binary),
@@ -701,8 +706,8 @@ _ENTRIES = [
     OpEntry("bitwise_not", (aten.bitwise_not.default,),
             _ELEMENTWISE + " integer and bool tensors." + _INT_STORAGE,
             dtypes=frozenset({torch.int32, torch.int64, torch.bool})),
-    OpEntry("neg", (aten.neg.default,), _ELEMENTWISE, dtypes=NUMERIC | FP16),
-    OpEntry("abs", (aten.abs.default,), _ELEMENTWISE, dtypes=NUMERIC | FP16),
+    OpEntry("neg", (aten.neg.default,), _ELEMENTWISE + _INT64_CHECKED, dtypes=NUMERIC | FP16),
+    OpEntry("abs", (aten.abs.default,), _ELEMENTWISE + _INT64_CHECKED, dtypes=NUMERIC | FP16),
     OpEntry("sign", (aten.sign.default,), _ELEMENTWISE, dtypes=NUMERIC | FP16),
     OpEntry("exp", (aten.exp.default,), _ELEMENTWISE,
             kind="transcendental", dtypes=FLOATS),
@@ -739,7 +744,7 @@ _ENTRIES = [
             _ELEMENTWISE + " alpha, scale, input_scale.", keep_undecomposed=True, kind="transcendental", dtypes=FLOATS),
     OpEntry("sum", (aten.sum.dim_IntList,),
             "Over any dims (an empty list: all), keepdim; float32, or integers/bool giving int64; "
-            "no dtype conversion." + _INT_STORAGE,
+            "no dtype conversion; int64 sums are exact." + _INT_STORAGE + _INT64_CHECKED,
             dtypes=ANY_DTYPE | FP16, check=_check_sum, kind="reduction"),
     OpEntry("mean", (aten.mean.dim, aten.mean.default),
             "Over any dims (an empty list: all), keepdim; float32 and float16.", check=_check_same_dtype, kind="reduction", dtypes=FLOATS),
@@ -833,24 +838,24 @@ _ENTRIES = [
     OpEntry(
         "index_select",
         (aten.index_select.default,),
-        "int32/int64 0-d or 1-D index; negative indices count from the end. Along dim 0, an input larger "
-        "than one binding's maxStorageBufferRange is read in windows of rows." + _INT_STORAGE,
+        "int32/int64 0-d or 1-D index (negative ones are out of range, as in eager). Along dim 0, an input larger "
+        "than one binding's maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED,
         dtypes=ANY_DTYPE | FP16,
         check=_check_index_select,
     ),
     OpEntry("gather", (aten.gather.default,),
-            "int32/int64 index of the input's rank." + _INT_STORAGE, dtypes=ANY_DTYPE | FP16, check=_check_gather),
+            "int32/int64 index of the input's rank." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16, check=_check_gather),
     OpEntry(
         "index",
         (aten.index.Tensor,),
-        "Advanced indexing with 1-4 int32/int64 index tensors (broadcast) and None entries; no boolean masks."
-        + _INT_STORAGE,
+        "Advanced indexing with 1-4 int32/int64 index tensors (broadcast) and None entries; no boolean masks; "
+        "negative indices count from the end." + _INT_STORAGE + _INDEX_CHECKED,
         dtypes=ANY_DTYPE | FP16,
         check=_check_index_tensor,
     ),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
-            "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE, dtypes=ANY_DTYPE | FP16,
+            "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16,
             check=_check_embedding),
     OpEntry("full", (aten.full.default,),
             "Also zeros and ones; without tensor inputs it folds to a constant at preprocess." + _INT_STORAGE,
@@ -973,7 +978,7 @@ _QLINEAR_ENTRIES = _torchao_entries() + [
             dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
     OpEntry("vkd_embedding_qw", (exir_ops.edge.et_vk.vkd_embedding_qw.default,),
             "Quantized embedding: rows gathered and dequantized in the shader; int32/int64 indices of rank up "
-            "to 7. " + _QSCHEMES,
+            "to 7." + _INDEX_CHECKED + " " + _QSCHEMES,
             dtypes=_QUANT_DTYPES, check=_check_fused_embedding, kind="matmul"),
 ]
 

@@ -78,7 +78,7 @@ def main():
     libdir = os.path.join(list(executorch.__path__)[0], "lib")
     for lib in LIBS:
         shutil.copy2(os.path.join(libdir, lib), args.out)
-    for name in ("bench_gpu.py", "cases.py", "run_gpu.sh", "soak.py"):
+    for name in ("bench_gpu.py", "bench_checks.py", "cases.py", "run_gpu.sh", "soak.py"):
         shutil.copy2(os.path.join(HERE, name), args.out)
     shutil.copytree(os.path.join(ROOT, "examples", "models"), os.path.join(args.out, "models"),
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,4 +1,6 @@
 // Elementwise binary ops with broadcasting: out = a OP b. Float- or int-only bodies carry their dtype.
+// The _checked and _int64 variants (CHECKED) report integer faults (fault.glslh): division by zero,
+// and int64 results outside the int32 storage (an int32 tensor wraps, as in PyTorch).
 // dtypes: f32 f16 i32
 // variant binary_add: OP(a,b)=(a+CT(p.alpha)*b)
 // variant binary_sub: OP(a,b)=(a-CT(p.alpha)*b)
@@ -9,6 +11,12 @@
 // variant binary_minimum: OP(a,b)=minimum(a,b)
 // variant binary_maximum: OP(a,b)=maximum(a,b)
 // variant binary_pow: OP(a,b)=power(a,b)
+// variant binary_div_trunc_checked(i32): OP(a,b)=div_trunc_checked(a,b) CHECKED=1
+// variant binary_div_floor_checked(i32): OP(a,b)=div_floor_checked(a,b) CHECKED=1
+// variant binary_add_int64(i32): OP(a,b)=add_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
+// variant binary_sub_int64(i32): OP(a,b)=sub_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
+// variant binary_mul_int64(i32): OP(a,b)=mul_int64(a,b) CHECKED=1
+// variant binary_pow_int64(i32): OP(a,b)=power_int64(a,b) CHECKED=1
 // variant binary_bitwise_and(i32): OP(a,b)=(a&b)
 // variant binary_bitwise_or(i32): OP(a,b)=(a|b)
 // variant binary_bitwise_xor(i32): OP(a,b)=(a^b)
@@ -26,8 +34,15 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 0) writeonly buffer Out4 { T4 out4[]; };
 layout(set = 0, binding = 1) readonly buffer A4 { T4 a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { T4 b4[]; };
+#ifndef CHECKED
+#define CHECKED 0
+#endif
+#if CHECKED
+#define FAULT_BINDING 3
+#include "fault.glslh"
+#endif
 // params-struct: BinaryParams
-layout(set = 0, binding = 3) uniform Params {
+layout(set = 0, binding = 3 + CHECKED) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0
   ivec4 b_strides[2];
@@ -38,6 +53,11 @@ layout(set = 0, binding = 3) uniform Params {
 } p;
 
 #include "scalar_math.glslh"
+
+#if CHECKED
+int div_trunc_checked(int a, int b) { return division_faults(a, b) ? 0 : div_trunc(a, b); }
+int div_floor_checked(int a, int b) { return division_faults(a, b) ? 0 : div_floor(a, b); }
+#endif
 
 // Same-shape operands: each invocation does ELEMS 4-vectors, a workgroup-width
 // apart (coalesced), so a large tensor needs 4 * ELEMS times fewer workgroups;

@@ -1,9 +1,15 @@
 // Elementwise op of a tensor with a scalar: out = x OP s (the .Scalar overloads), s = S.
+// The _int64 variants (CHECKED) report int64 results outside the int32 storage (fault.glslh).
 // dtypes: f32 f16 i32
 // variant scalar_add: OP(a,b)=(a+CT(p.alpha)*b)
 // variant scalar_sub: OP(a,b)=(a-CT(p.alpha)*b)
 // variant scalar_mul: OP(a,b)=(a*b)
 // variant scalar_div(f32 f16): OP(a,b)=(a/b)
+// variant scalar_add_int64(i32): OP(a,b)=add_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
+// variant scalar_sub_int64(i32): OP(a,b)=sub_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
+// variant scalar_mul_int64(i32): OP(a,b)=mul_int64(a,b) CHECKED=1
+// variant scalar_pow_int64(i32): OP(a,b)=power_int64(a,b) CHECKED=1
+// variant scalar_rpow_int64(i32): OP(a,b)=power_int64(b,a) CHECKED=1
 // variant scalar_pow: OP(a,b)=power(a,b)
 // variant scalar_rpow: OP(a,b)=power(b,a)
 #version 450
@@ -13,8 +19,15 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+#ifndef CHECKED
+#define CHECKED 0
+#endif
+#if CHECKED
+#define FAULT_BINDING 2
+#include "fault.glslh"
+#endif
 // params-struct: ScalarParams
-layout(set = 0, binding = 2) uniform Params {
+layout(set = 0, binding = 2 + CHECKED) uniform Params {
   int numel;
   float scalar;
   float alpha;

@@ -1,12 +1,18 @@
 // dtypes: f32 f16 i32
-// variant index_gather1: NIDX=1
-// variant index_gather2: NIDX=2
-// variant index_gather3: NIDX=3
-// variant index_gather4: NIDX=4
+// variant index_gather1: NIDX=1 CHECKED=1
+// variant index_gather2: NIDX=2 CHECKED=1
+// variant index_gather3: NIDX=3 CHECKED=1
+// variant index_gather4: NIDX=4 CHECKED=1
+// variant index_gather1_nocheck: NIDX=1 CHECKED=0
+// variant index_gather2_nocheck: NIDX=2 CHECKED=0
+// variant index_gather3_nocheck: NIDX=3 CHECKED=0
+// variant index_gather4_nocheck: NIDX=4 CHECKED=0
 // out[i] = in[sum_d coord_d * in_stride_d + sum_k idx_k[offset_k(coord)] * sel_stride_k]:
 // index_select, embedding, gather and index.Tensor are this gather with other
-// strides. Index tensors are int32 storage; a negative index counts from the end
-// of its dim (out-of-range ones are clamped so that no read leaves the buffer).
+// strides. Index tensors are int32 storage; where the op allows it (wrap_negative)
+// a negative index counts from the end of its dim. An index out of range is a
+// fault (fault.glslh; the _nocheck variants, for measuring the check's cost,
+// skip it) and is clamped, so that no read leaves the buffer.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -24,24 +30,39 @@ layout(set = 0, binding = 4) readonly buffer Idx2 { int idx2[]; };
 #if NIDX > 3
 layout(set = 0, binding = 5) readonly buffer Idx3 { int idx3[]; };
 #endif
+#if CHECKED
+#define FAULT_BINDING (2 + NIDX)
+#include "fault.glslh"
+#endif
 // params-struct: IndexGatherParams
-layout(set = 0, binding = 2 + NIDX) uniform Params {
+layout(set = 0, binding = 2 + NIDX + CHECKED) uniform Params {
   ivec4 out_sizes[2];
   ivec4 in_strides[2];   // stride in `in` of each out dim (0 for dims an index decides)
   ivec4 idx_strides[8];  // per index tensor k: its stride of each out dim at [2k], [2k+1]
   ivec4 sel_strides;     // stride in `in` of the dim index tensor k selects along
   ivec4 sel_sizes;       // size of that dim
+  ivec4 sel_dims;        // which dim of `in` that is (for the fault's message)
   int numel;
   int rank;
   int window_begin;  // rows of the dim idx0 selects that `in` is bound at (window_rows 0: all)
   int window_rows;
+  int wrap_negative;  // 1: -n <= index < 0 counts from the end (index.Tensor, index_select); 0: a fault
+  int pad0;
+  int pad1;
+  int pad2;
 } p;
 
-int selected(int v, int k) {
+// Index v of index tensor k, wrapped and checked: in [0, sel_sizes[k]).
+int in_range(int v, int k) {
   const int n = p.sel_sizes[k];
-  if (v < 0) v += n;
-  return clamp(v, 0, n - 1) * p.sel_strides[k];
+  const int w = v < 0 && p.wrap_negative != 0 ? v + n : v;
+#if CHECKED
+  if (w < 0 || w >= n) report_fault(FAULT_INDEX, uint(p.sel_dims[k]), v, n);
+#endif
+  return clamp(w, 0, n - 1);
 }
+
+int selected(int v, int k) { return in_range(v, k) * p.sel_strides[k]; }
 
 void main() {
   const int i = int(flat_index());
@@ -58,9 +79,7 @@ void main() {
   }
   if (p.window_rows > 0) {
     // `in` is bound from row window_begin; other windows' dispatches write the rest.
-    int v = idx0[io[0]];
-    const int n = p.sel_sizes[0];
-    v = clamp(v < 0 ? v + n : v, 0, n - 1) - p.window_begin;
+    const int v = in_range(idx0[io[0]], 0) - p.window_begin;
     if (v < 0 || v >= p.window_rows) return;
     offset += v * p.sel_strides[0];
   } else {

@@ -1,8 +1,12 @@
 // Reductions over any set of dims. The input is viewed as kept dims x reduced dims
 // (each a strided index space of up to rank 8); one workgroup reduces the reduced
-// elements of one output element with a shared-memory tree.
+// elements of one output element with a shared-memory tree. reduce_sum_int64 (an
+// int64 sum, stored as int32) adds exactly in pairs of words, since a partial sum
+// may leave int32 where the total does not; a total outside int32 is a fault
+// (fault.glslh).
 // dtypes: f32 f16 i32
 // variant reduce_sum: OP=0
+// variant reduce_sum_int64(i32): OP=0 SUM64=1 CHECKED=1
 // variant reduce_mean(f32 f16): OP=0 MEAN=1
 // variant reduce_amax: OP=1
 // variant reduce_amin: OP=2
@@ -22,8 +26,15 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { OUT_T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+#ifndef CHECKED
+#define CHECKED 0
+#endif
+#if CHECKED
+#define FAULT_BINDING 2
+#include "fault.glslh"
+#endif
 // params-struct: ReduceParams
-layout(set = 0, binding = 2) uniform Params {
+layout(set = 0, binding = 2 + CHECKED) uniform Params {
   ivec4 kept_sizes[2];
   ivec4 kept_strides[2];
   ivec4 red_sizes[2];
@@ -81,6 +92,43 @@ void tree(CT v, int i) {
   }
 }
 
+#if SUM64
+shared uint partial_lo[gl_WorkGroupSize.x];
+shared int partial_hi[gl_WorkGroupSize.x];
+
+// (lo, hi) += (b_lo, b_hi), two's complement over 64 bits.
+void add64(inout uint lo, inout int hi, uint b_lo, int b_hi) {
+  uint carry;
+  lo = uaddCarry(lo, b_lo, carry);
+  hi += b_hi + int(carry);
+}
+
+void main() {
+  const int o = int(flat_group());
+  if (o >= p.out_numel) return;  // uniform across the workgroup
+  const int base = strided_offset(o, p.kept_rank, p.kept_sizes, p.kept_strides);
+  const uint t = gl_LocalInvocationID.x;
+  uint lo = 0u;
+  int hi = 0;
+  for (int r = int(t); r < p.red_numel; r += int(gl_WorkGroupSize.x)) {
+    const int v = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)];
+    add64(lo, hi, uint(v), v >> 31);
+  }
+  partial_lo[t] = lo;
+  partial_hi[t] = hi;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+    if (t < s) add64(partial_lo[t], partial_hi[t], partial_lo[t + s], partial_hi[t + s]);
+    barrier();
+  }
+  if (t == 0) {
+    const int sum = int(partial_lo[0]);
+    // value, bound: the high and low words ('S': a sum).
+    if (partial_hi[0] != (sum >> 31)) report_fault(FAULT_INT64_RANGE, uint(0x53), partial_hi[0], sum);
+    out_data[o] = sum;
+  }
+}
+#else
 void main() {
   const int o = int(flat_group());
   if (o >= p.out_numel) return;  // uniform across the workgroup
@@ -123,3 +171,4 @@ void main() {
 #endif
   }
 }
+#endif

@@ -1,10 +1,13 @@
 // Elementwise unary ops and activations: out = F(x). Float-only bodies carry (f32 f16).
+// The _int64 variants (CHECKED) report int64 results outside the int32 storage (fault.glslh).
 // dtypes: f32 f16 i32
 // variant unary_relu: F(x)=(x<T(0)?T(0):x)
 // variant unary_neg: F(x)=(-x)
 // variant unary_abs: F(x)=abs(x)
 // variant unary_sign: F(x)=sign_nan(x)
 // variant unary_clamp: F(x)=clamp_nan(x)
+// variant unary_neg_int64(i32): F(x)=neg_int64(x) CHECKED=1
+// variant unary_abs_int64(i32): F(x)=abs_int64(x) CHECKED=1
 // variant unary_bitwise_not(i32): F(x)=(~x)
 // variant unary_sigmoid(f32 f16): F(x)=sigmoid(x)
 // variant unary_tanh(f32 f16): F(x)=safe_tanh(x)
@@ -33,8 +36,15 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
+#ifndef CHECKED
+#define CHECKED 0
+#endif
+#if CHECKED
+#define FAULT_BINDING 2
+#include "fault.glslh"
+#endif
 // params-struct: UnaryParams
-layout(set = 0, binding = 2) uniform Params {
+layout(set = 0, binding = 2 + CHECKED) uniform Params {
   int numel;
   float a;  // float clamp min; leaky_relu slope; softplus beta; elu alpha
   float b;  // float clamp max; softplus threshold; elu scale

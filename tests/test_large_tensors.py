@@ -48,6 +48,15 @@ ref = module(*inputs)
 err = ((out - ref).abs().max() / ref.abs().max()).item()
 print("max relative error", err)
 assert err < 1e-6, err
+# Every window checks its indices: one past the table is an error.
+import vkdelegate.runtime as rt
+bad = inputs[0].clone()
+bad.view(-1)[1] = module.weight.shape[0] if case == "embedding" else 700
+try:
+    run_pte(pte, (bad,))
+    print("no error for", bad)
+except RuntimeError:
+    print("fault:", rt.last_error())
 print("ok")
 """
 
@@ -64,6 +73,8 @@ def _run(case, limit):
 def test_tables_larger_than_a_binding_are_read_in_windows(case):
     out = _run(case, 64 * 1024)
     assert out.strip().endswith("ok"), out
+    size = 1000 if case == "embedding" else 700
+    assert f"fault: op #0 (aten.{case}.default): index {size} is out of range for dimension 0 of size {size}" in out, out
 
 
 def test_other_ops_refuse_oversized_tensors_clearly():

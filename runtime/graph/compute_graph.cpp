@@ -1,6 +1,7 @@
 #include "compute_graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -548,6 +549,15 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   node.tensors = std::move(tensors);
   node.update = std::move(update);
   node.pipeline = &ctx_.pipelines().get(shader, static_cast<uint32_t>(node.tensors.size()), local);
+  for (size_t b = 0; b < node.tensors.size(); ++b) {
+    if (fault_storage_ < 0 || std::get<Tensor>(values_[node.tensors[b]]).storage != fault_storage_) continue;
+    for (size_t k = 0; k < fault_slots_.size(); ++k) {
+      if (fault_slots_[k].value != node.tensors[b]) continue;
+      if (fault_slots_[k].node >= 0) fail("internal error: a fault slot bound by two nodes");
+      fault_slots_[k].node = static_cast<int>(nodes_.size()) - 1;
+      node.set_window(b, k * fault_slot_stride_, 16);
+    }
+  }
   node.update(*this, node);
   check_bounds(*this, node);
   return node;
@@ -564,6 +574,23 @@ int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
   t.storage = scratch_storage_;
   values_.emplace_back(std::move(t));
   return static_cast<int>(values_.size()) - 1;
+}
+
+int ComputeGraph::add_fault_slot() {
+  if (settings_.no_gpu_checks) return -1;
+  if (fault_storage_ < 0) {
+    fault_storage_ = static_cast<int>(storages_.size());
+    storages_.emplace_back();
+    fault_slot_stride_ = std::max<VkDeviceSize>(ctx_.info().min_storage_offset_alignment, 16);
+  }
+  Tensor t;
+  t.dtype = DType::Int32;
+  t.sizes = t.max_sizes = {4};
+  t.storage = fault_storage_;
+  values_.emplace_back(std::move(t));
+  const int id = static_cast<int>(values_.size()) - 1;
+  fault_slots_.push_back({id, -1});
+  return id;
 }
 
 Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, UpdateFn update) {
@@ -619,6 +646,9 @@ void ComputeGraph::allocate() {
       s.is_constant = s.is_constant || t->constant_id >= 0;
     }
   }
+  if (fault_storage_ >= 0) {
+    storages_[fault_storage_].nbytes = fault_slots_.size() * fault_slot_stride_;
+  }
   // Shared objects are sized to their largest member above; check it anyway,
   // since a short buffer would be an out-of-bounds write on the device.
   for (const auto& v : values_) {
@@ -640,6 +670,13 @@ void ComputeGraph::allocate() {
   for (size_t i = 0; i < storages_.size(); ++i) {
     Storage& s = storages_[i];
     if (!used[i]) continue;
+    if (static_cast<int>(i) == fault_storage_) {
+      // The host reads it after each execute, so host-visible; the shaders
+      // write it only when they fault.
+      s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, MemoryUsage::Readback);
+      std::memset(s.buffer->mapped(), 0, s.nbytes);
+      continue;
+    }
     s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, MemoryUsage::Device);
     if ((s.is_input || s.is_output) && !s.buffer->mapped()) {
       s.staging = std::make_unique<Buffer>(
@@ -1047,6 +1084,67 @@ void ComputeGraph::execute() {
   if (!recorded_) record();
   stream_->submit_and_wait();
   if (profiling_) read_timings();
+  check_faults();
+}
+
+namespace {
+// glsl/fault.glslh's codes.
+enum FaultCode : uint32_t { kFaultIndex = 1, kFaultDivZero = 2, kFaultDivOverflow = 3, kFaultInt64Range = 4 };
+}  // namespace
+
+namespace {
+std::string float_text(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", f);
+  return text;
+}
+}  // namespace
+
+void ComputeGraph::check_faults() {
+  if (fault_storage_ < 0) return;
+  uint8_t* base = storages_[fault_storage_].buffer->mapped();
+  std::string message;
+  for (size_t k = 0; k < fault_slots_.size(); ++k) {
+    uint32_t* slot = reinterpret_cast<uint32_t*>(base + k * fault_slot_stride_);
+    if (slot[0] == 0) continue;
+    if (message.empty()) {
+      const int32_t value = static_cast<int32_t>(slot[2]), bound = static_cast<int32_t>(slot[3]);
+      const std::string& op = nodes_.at(fault_slots_[k].node).op;
+      switch (slot[0]) {
+        case kFaultIndex:
+          message = op + ": index " + std::to_string(value) + " is out of range for dimension " +
+                    std::to_string(slot[1]) + " of size " + std::to_string(bound);
+          break;
+        case kFaultDivZero:
+          message = op + ": integer division by zero (" + std::to_string(value) + " / 0)";
+          break;
+        case kFaultDivOverflow:
+          message = op + ": integer division overflows: " + std::to_string(value) + " / " +
+                    std::to_string(bound) + " is outside the int32 range";
+          break;
+        case kFaultInt64Range: {
+          // detail: the operator ('+', '-', '*', '^'; 'n': negation, 'a': abs; 'S': a sum,
+          // whose high and low words are value and bound; 'c': a float converted, value its bits).
+          const std::string a = std::to_string(value), b = std::to_string(bound);
+          const int64_t sum = static_cast<int64_t>(static_cast<uint64_t>(slot[2]) << 32 | slot[3]);
+          const std::string expr = slot[1] == 'n'   ? "-(" + a + ")"
+                                   : slot[1] == 'a' ? "abs(" + a + ")"
+                                   : slot[1] == 'S' ? "a sum, " + std::to_string(sum) + ","
+                                   : slot[1] == '^' ? a + " ** " + b
+                                   : slot[1] == 'c' ? "converting " + float_text(slot[2])
+                                                    : a + " " + static_cast<char>(slot[1] & 0x7f) + " " + b;
+          message = op + ": int64 result of " + expr + " leaves the int32 range the GPU stores int64 in";
+          break;
+        }
+        default:
+          message = op + ": unknown GPU fault code " + std::to_string(slot[0]);
+      }
+    }
+    std::memset(slot, 0, 16);
+  }
+  if (!message.empty()) throw GraphError(message);
 }
 
 void ComputeGraph::set_profiling(bool on) {

@@ -118,6 +118,12 @@ class ComputeGraph {
   // next that writes them. Take references to values only after this call
   // (it appends a value).
   int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
+  // GPU-side checks (glsl/fault.glslh): a tensor value for one node's fault
+  // slot, four words of the graph's host-visible fault buffer, to bind as that
+  // node's last storage binding (add_node gives it its window). -1 where the
+  // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
+  // unchecked variant then. Take references to values only after this call.
+  int add_fault_slot();
   // Adds a node without a dispatch whose output shares the storage of its input.
   // Memory planning must have put both in one object (OpEntry.aliases_input).
   Node& add_view_node(const std::string& op, int out, int in, UpdateFn update);
@@ -164,6 +170,9 @@ class ComputeGraph {
   void propagate_sizes();
   void record();
   void read_timings();
+  // Throws a GraphError naming the first node (in graph order) whose fault slot
+  // the last execute set, and clears the slots.
+  void check_faults();
   // Barrier placement: dependency tracking between dispatches in record().
   struct BufferAccess {
     VkBuffer buffer;
@@ -199,6 +208,15 @@ class ComputeGraph {
   std::unordered_map<int, IntList> symint_lists_;
   size_t num_mem_objs_ = 0;
   int scratch_storage_ = -1;  // add_scratch_tensor's storage, once asked for
+  // add_fault_slot's: one host-visible storage, a slot per checking node in
+  // graph order, each fault_slot_stride_ bytes (a binding offset must be aligned).
+  int fault_storage_ = -1;
+  struct FaultSlot {
+    int value;  // the slot's tensor value
+    int node;   // the node that binds it (-1 until add_node)
+  };
+  std::vector<FaultSlot> fault_slots_;
+  VkDeviceSize fault_slot_stride_ = 16;
   std::mutex mutex_;
 };
 

@@ -63,12 +63,39 @@ void fill_broadcast(ComputeGraph& g, int a, int b, int out, Params& p) {
 constexpr LocalSize kBinaryLocal{256, 1, 1};
 constexpr int64_t kBinaryElems = 4;
 
+// The variant of `shader` that checks for integer faults on tensor `id`'s dtype
+// (glsl/fault.glslh), or "" where it needs none: integer division by zero on any
+// integer dtype, and for int64 (int32 storage) results outside int32.
+std::string checked_variant(ComputeGraph& g, const std::string& shader, int id) {
+  const DType dt = g.tensor(id).dtype;
+  if (storage_type(dt) != StorageType::I32 || dt == DType::Bool) return "";
+  for (const char* div : {"binary_div_trunc", "binary_div_floor"}) {
+    if (shader == div) return shader + "_checked";
+  }
+  if (dt != DType::Int64) return "";
+  for (const char* op : {"binary_add", "binary_sub", "binary_mul", "binary_pow", "scalar_add", "scalar_sub",
+                         "scalar_mul", "scalar_pow", "scalar_rpow", "unary_neg", "unary_abs"}) {
+    if (shader == op) return shader + "_int64";
+  }
+  return "";
+}
+
+// `tensors` of a node running `shader` on values of tensor `id`'s dtype: the
+// shader's variant, with a fault slot appended where it checks for faults.
+std::string node_shader(ComputeGraph& g, const std::string& shader, int id, std::vector<int>& tensors) {
+  const std::string checked = checked_variant(g, shader, id);
+  if (checked.empty()) return variant(g, shader, id);
+  return with_fault_slot(g, tensors, variant(g, checked, id), variant(g, shader, id));
+}
+
 // a OP b -> out, all of one dtype.
 void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shader,
                 Types types, float alpha = 1.0f) {
   require_same_dtype(g, {a, b, out});
   require_types(g, out, types);
-  g.add_node(g.current_op(), variant(g, shader, out), kBinaryLocal, {out, a, b},
+  std::vector<int> tensors{out, a, b};
+  const std::string name = node_shader(g, shader, out, tensors);
+  g.add_node(g.current_op(), name, kBinaryLocal, tensors,
              [a, b, out, alpha](ComputeGraph& g, Node& node) {
                BinaryParams p{};
                fill_broadcast(g, a, b, out, p);
@@ -149,7 +176,9 @@ void add_unary(ComputeGraph& g, int in, int out, const std::string& shader, Type
                UnaryParams params = unary_params()) {
   require_same_dtype(g, {in, out});
   require_types(g, out, types);
-  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, in},
+  std::vector<int> tensors{out, in};
+  const std::string name = node_shader(g, shader, out, tensors);
+  g.add_node(g.current_op(), name, kLocal1D, tensors,
              [in, out, params](ComputeGraph& g, Node& node) {
                Tensor& to = g.tensor(out);
                to.sizes = g.tensor(in).sizes;
@@ -172,7 +201,9 @@ void add_binary_scalar(ComputeGraph& g, int in, int scalar_id, int out, const st
   } else {
     base.int_scalar = int_scalar(g, scalar_id);
   }
-  g.add_node(g.current_op(), variant(g, shader, out), kLocal1D, {out, in},
+  std::vector<int> tensors{out, in};
+  const std::string name = node_shader(g, shader, out, tensors);
+  g.add_node(g.current_op(), name, kLocal1D, tensors,
              [in, out, base](ComputeGraph& g, Node& node) {
                Tensor& to = g.tensor(out);
                to.sizes = g.tensor(in).sizes;

@@ -21,23 +21,30 @@ void require_index(ComputeGraph& g, int id) {
 }
 
 // How the gather reads: for each output dim, the stride in `in` and the stride
-// in each index tensor; for each index tensor, the stride and size of the dim
-// it selects along.
+// in each index tensor; for each index tensor, the stride, size and number of
+// the dim of `in` it selects along.
 struct IndexPlan {
   Sizes out_sizes;
   Sizes in_strides;
   std::vector<Sizes> idx_strides;
   Sizes sel_strides;
   Sizes sel_sizes;
+  Sizes sel_dims;
 };
 using PlanFn = std::function<IndexPlan(ComputeGraph&)>;
 
 // index_gather.glsl's block holds kMaxIndexTensors index tensors.
 static_assert(sizeof(IndexGatherParams::sel_strides) == 4 * kMaxIndexTensors &&
+              sizeof(IndexGatherParams::sel_dims) == 4 * kMaxIndexTensors &&
               sizeof(IndexGatherParams::idx_strides) == 4 * 8 * kMaxIndexTensors);
 
-void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan,
-                      int64_t window_begin = 0, int64_t window_rows = 0) {
+// Whether a negative index counts from the end of its dim (as eager PyTorch:
+// index.Tensor wraps; embedding, index_select and gather raise). Out of range
+// is a fault either way (glsl/fault.glslh).
+enum class Negative { Wrap, Fault };
+
+void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, Negative negative,
+                      PlanFn plan, int64_t window_begin = 0, int64_t window_rows = 0) {
   require_same_dtype(g, {in, out});
   for (int id : indices) require_index(g, id);
   const int nidx = static_cast<int>(indices.size());
@@ -46,9 +53,11 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
   }
   std::vector<int> tensors{out, in};
   tensors.insert(tensors.end(), indices.begin(), indices.end());
-  const std::string shader = "index_gather" + std::to_string(nidx) + "_" + storage_suffix(g.tensor(out).dtype);
+  const std::string base = "index_gather" + std::to_string(nidx);
+  const std::string shader = with_fault_slot(g, tensors, base, base + "_nocheck") + "_" +
+                             storage_suffix(g.tensor(out).dtype);
   Node& node = g.add_node(g.current_op(), shader, kLocal1D, tensors,
-                          [out, plan, window_begin, window_rows](ComputeGraph& g, Node& node) {
+                          [out, plan, negative, window_begin, window_rows](ComputeGraph& g, Node& node) {
     const IndexPlan pl = plan(g);
     if (pl.out_sizes.size() > static_cast<size_t>(kMaxRank)) g.fail("the output would have rank above 8");
     for (int64_t s : pl.sel_sizes) {
@@ -63,7 +72,9 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
       pack8(p.idx_strides + 8 * k, pl.idx_strides[k]);
       p.sel_strides[k] = static_cast<int32_t>(pl.sel_strides[k]);
       p.sel_sizes[k] = static_cast<int32_t>(pl.sel_sizes[k]);
+      p.sel_dims[k] = static_cast<int32_t>(pl.sel_dims[k]);
     }
+    p.wrap_negative = negative == Negative::Wrap;
     p.numel = static_cast<int32_t>(o.numel());
     p.rank = static_cast<int32_t>(o.dim());
     p.window_begin = static_cast<int32_t>(window_begin);
@@ -84,12 +95,13 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
 // larger than one binding may be (maxStorageBufferRange; an LLM's embedding
 // table), one dispatch per window of rows, each writing the outputs whose
 // index falls in its window.
-void add_row_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, PlanFn plan) {
+void add_row_gather(ComputeGraph& g, int out, int in, const std::vector<int>& indices, Negative negative,
+                    PlanFn plan) {
   const Tensor& t = g.tensor(in);
   const DeviceInfo& info = g.context().info();
   const VkDeviceSize bytes = t.max_storage_nbytes();
   if (t.dim() == 0 || bytes <= info.max_storage_buffer_range) {
-    add_index_gather(g, out, in, indices, plan);
+    add_index_gather(g, out, in, indices, negative, plan);
     return;
   }
   const int64_t rows = t.max_sizes[0];
@@ -103,7 +115,7 @@ void add_row_gather(ComputeGraph& g, int out, int in, const std::vector<int>& in
            std::to_string(info.max_storage_buffer_range) + " bytes)");
   }
   for (int64_t begin = 0; begin < rows; begin += step) {
-    add_index_gather(g, out, in, indices, plan, begin, step);
+    add_index_gather(g, out, in, indices, negative, plan, begin, step);
   }
 }
 
@@ -115,8 +127,10 @@ void add_index_select(ComputeGraph& g, const OpArgs& a) {
   if (g.tensor(index).dim() > 1) g.fail("index_select needs a 0-d or 1-D index");
   const int64_t d0 = normalize_dim(g, dim, g.tensor(in).dim());
   auto gather = d0 == 0 ? add_row_gather : [](ComputeGraph& g, int out, int in, const std::vector<int>& indices,
-                                             PlanFn plan) { add_index_gather(g, out, in, indices, plan); };
-  gather(g, out, in, {index}, [=](ComputeGraph& g) {
+                                             Negative negative, PlanFn plan) {
+    add_index_gather(g, out, in, indices, negative, plan);
+  };
+  gather(g, out, in, {index}, Negative::Fault, [=](ComputeGraph& g) {
     const Tensor& t = g.tensor(in);
     const int64_t d = normalize_dim(g, dim, t.dim());
     IndexPlan pl;
@@ -125,6 +139,7 @@ void add_index_select(ComputeGraph& g, const OpArgs& a) {
     pl.in_strides = t.strides();
     pl.sel_strides = {pl.in_strides[d]};
     pl.sel_sizes = {t.sizes[d]};
+    pl.sel_dims = {d};
     pl.in_strides[d] = 0;
     Sizes is(t.dim(), 0);
     is[d] = 1;
@@ -137,7 +152,7 @@ void add_index_select(ComputeGraph& g, const OpArgs& a) {
 void add_embedding(ComputeGraph& g, const OpArgs& a) {
   const int weight = a.at(0), indices = a.at(1), out = a.back();
   if (g.tensor(weight).dim() != 2) g.fail("embedding weight must be 2-D");
-  add_row_gather(g, out, weight, {indices}, [=](ComputeGraph& g) {
+  add_row_gather(g, out, weight, {indices}, Negative::Fault, [=](ComputeGraph& g) {
     const Tensor& w = g.tensor(weight);
     const Tensor& idx = g.tensor(indices);
     IndexPlan pl;
@@ -150,6 +165,7 @@ void add_embedding(ComputeGraph& g, const OpArgs& a) {
     pl.idx_strides = {is};
     pl.sel_strides = {w.sizes[1]};
     pl.sel_sizes = {w.sizes[0]};
+    pl.sel_dims = {0};
     return pl;
   });
 }
@@ -162,7 +178,7 @@ void add_gather_op(ComputeGraph& g, const OpArgs& a) {
     g.fail("gather needs an index of the input's rank");
   }
   normalize_dim(g, dim, g.tensor(in).dim());
-  add_index_gather(g, out, in, {index}, [=](ComputeGraph& g) {
+  add_index_gather(g, out, in, {index}, Negative::Fault, [=](ComputeGraph& g) {
     const Tensor& t = g.tensor(in);
     const Tensor& idx = g.tensor(index);
     IndexPlan pl;
@@ -172,6 +188,7 @@ void add_gather_op(ComputeGraph& g, const OpArgs& a) {
       pl.in_strides.assign(idx.dim(), 0);
       pl.sel_strides = {1};
       pl.sel_sizes = {1};
+      pl.sel_dims = {0};
       return pl;
     }
     const int64_t d = normalize_dim(g, dim, t.dim());
@@ -183,6 +200,7 @@ void add_gather_op(ComputeGraph& g, const OpArgs& a) {
     pl.in_strides = t.strides();
     pl.sel_strides = {pl.in_strides[d]};
     pl.sel_sizes = {t.sizes[d]};
+    pl.sel_dims = {d};
     pl.in_strides[d] = 0;
     return pl;
   });
@@ -204,7 +222,7 @@ void add_index_tensor(ComputeGraph& g, const OpArgs& a) {
   if (static_cast<int64_t>(items.size()) > g.tensor(in).dim()) g.fail("too many indices for the input's rank");
   bool adjacent = true;
   for (size_t k = 1; k < positions.size(); ++k) adjacent &= positions[k] == positions[k - 1] + 1;
-  add_index_gather(g, out, in, indices, [=](ComputeGraph& g) {
+  add_index_gather(g, out, in, indices, Negative::Wrap, [=](ComputeGraph& g) {
     const Tensor& t = g.tensor(in);
     const Sizes st = t.strides();
     Sizes b;  // the broadcast shape of the index tensors
@@ -236,6 +254,7 @@ void add_index_tensor(ComputeGraph& g, const OpArgs& a) {
     for (int pos : positions) {
       pl.sel_strides.push_back(st[pos]);
       pl.sel_sizes.push_back(t.sizes[pos]);
+      pl.sel_dims.push_back(pos);
     }
     return pl;
   });

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "op_registry.h"
 
@@ -41,6 +42,17 @@ std::string subgroup_variant(ComputeGraph& g, const std::string& name);
 // Cooperative-matrix kernels: `base`, `base`_emu or "" for this graph's device and
 // settings (matmul_choice.h: coopmat_f16_base).
 std::string coopmat_f16_base(ComputeGraph& g, const std::string& base);
+
+// GPU-side checks: appends the node's fault slot (ComputeGraph::add_fault_slot)
+// to `tensors` and returns `checked`, the shader that binds it; where the
+// graph's checks are off, appends nothing and returns `unchecked`.
+inline std::string with_fault_slot(ComputeGraph& g, std::vector<int>& tensors, const std::string& checked,
+                                   const std::string& unchecked) {
+  const int slot = g.add_fault_slot();
+  if (slot < 0) return unchecked;
+  tensors.push_back(slot);
+  return checked;
+}
 
 inline void require_same_dtype(ComputeGraph& g, std::initializer_list<int> ids) {
   const DType first = g.tensor(*ids.begin()).dtype;

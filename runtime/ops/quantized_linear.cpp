@@ -199,20 +199,21 @@ void add_quantized_embedding(ComputeGraph& g, const OpArgs& a) {
   if (idx != DType::Int32 && idx != DType::Int64) g.fail("indices must be int32 or int64");
   if (g.tensor(indices).dim() > 7) g.fail("indices of rank above 7 are not supported");
   const int64_t rows = g.tensor(packed).sizes[0];
-  g.add_node(g.current_op(), "qembedding", kLocal1D, {out, packed, scales, zeros >= 0 ? zeros : scales, indices},
-             [=](ComputeGraph& g, Node& node) {
-               Sizes out_sizes = g.tensor(indices).sizes;
-               out_sizes.push_back(dim);
-               g.tensor(out).sizes = out_sizes;
-               QEmbeddingParams p{};
-               const int64_t numel = g.tensor(out).numel();
-               p.numel = static_cast<int32_t>(numel), p.dim = static_cast<int32_t>(dim);
-               p.rows = static_cast<int32_t>(rows), p.words_per_row = static_cast<int32_t>(words_for(dim, bits));
-               p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
-               p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0;
-               node.set_params(p);
-               node.set_groups_1d(numel, kLocal1D[0]);
-             });
+  std::vector<int> tensors{out, packed, scales, zeros >= 0 ? zeros : scales, indices};
+  const std::string shader = with_fault_slot(g, tensors, "qembedding", "qembedding_nocheck");
+  g.add_node(g.current_op(), shader, kLocal1D, tensors, [=](ComputeGraph& g, Node& node) {
+    Sizes out_sizes = g.tensor(indices).sizes;
+    out_sizes.push_back(dim);
+    g.tensor(out).sizes = out_sizes;
+    QEmbeddingParams p{};
+    const int64_t numel = g.tensor(out).numel();
+    p.numel = static_cast<int32_t>(numel), p.dim = static_cast<int32_t>(dim);
+    p.rows = static_cast<int32_t>(rows), p.words_per_row = static_cast<int32_t>(words_for(dim, bits));
+    p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
+    p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0;
+    node.set_params(p);
+    node.set_groups_1d(numel, kLocal1D[0]);
+  });
 }
 
 }  // namespace

@@ -31,7 +31,12 @@ void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, Int
     g.fail(std::string("dtype ") + dtype_name(in_dt) + " is not supported");
   }
   reduced_dims(g, dims, g.tensor(in).dim());  // checks the dims now, not at the first execute
-  g.add_node(g.current_op(), variant(g, shader, in), kReduceLocal, {out, in},
+  std::vector<int> tensors{out, in};
+  // An int64 sum (int32 storage) checks that its total fits (glsl/reduce.glsl).
+  const std::string name = shader == "reduce_sum" && g.tensor(out).dtype == DType::Int64
+                               ? with_fault_slot(g, tensors, variant(g, "reduce_sum_int64", in), variant(g, shader, in))
+                               : variant(g, shader, in);
+  g.add_node(g.current_op(), name, kReduceLocal, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
                const std::vector<bool> reduce = reduced_dims(g, dims, t.dim());

@@ -79,7 +79,13 @@ void add_to_copy(ComputeGraph& g, int in, int out) {
   const bool to_bool = to == DType::Bool;
   const std::string shader = std::string("convert_") + storage_suffix(from) + "_to_" +
                              (to_bool ? "bool" : storage_suffix(to));
-  g.add_node(g.current_op(), shader, kLocal1D, {out, in}, [in, out](ComputeGraph& g, Node& node) {
+  std::vector<int> tensors{out, in};
+  // Float to int64 checks that the value fits the int32 storage (glsl/convert.glsl).
+  const std::string name = is_float_dtype(from) && to == DType::Int64
+                               ? with_fault_slot(g, tensors, std::string("convert_") + storage_suffix(from) + "_to_i64",
+                                                 shader)
+                               : shader;
+  g.add_node(g.current_op(), name, kLocal1D, tensors, [in, out](ComputeGraph& g, Node& node) {
     Tensor& o = g.tensor(out);
     o.sizes = g.tensor(in).sizes;
     node.set_params(ConvertParams{static_cast<int32_t>(o.numel()), 0, 0, 0});
