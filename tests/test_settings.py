@@ -17,7 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- settings table: begin -->", "<!-- settings table: end -->"
 # Read by setup.py / CMake at build time, not by the runtime.
 BUILD_VARIABLES = {"VKDELEGATE_GLSLC", "VKDELEGATE_BUILD_DIR", "VKDELEGATE_BUILD_TYPE",
-                   "VKDELEGATE_EXECUTORCH_DIR", "VKDELEGATE_OUTPUT_DIR"}
+                   "VKDELEGATE_EXECUTORCH_DIR", "VKDELEGATE_OUTPUT_DIR", "VKDELEGATE_SANITIZE",
+                   # the test stages' own (scripts/test.sh, tests/sanitizers.py), not the runtime's
+                   "VKDELEGATE_FUZZ_SECONDS", "VKDELEGATE_FUZZ_SEEDS", "VKDELEGATE_SANITIZE_BUILD_DIR"}
 
 
 def render(table):
