@@ -1144,7 +1144,7 @@ void ComputeGraph::check_faults() {
     }
     std::memset(slot, 0, 16);
   }
-  if (!message.empty()) throw GraphError(message);
+  if (!message.empty()) throw ExecuteFault(message);
 }
 
 void ComputeGraph::set_profiling(bool on) {

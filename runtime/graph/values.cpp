@@ -108,9 +108,17 @@ std::string sizes_str(const Sizes& s) {
   return os.str();
 }
 
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    throw GraphError("a size computation overflows: " + std::to_string(a) + " * " + std::to_string(b));
+  }
+  return r;
+}
+
 int64_t numel_of(const Sizes& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) n = checked_mul(n, d);
   return n;
 }
 

@@ -18,6 +18,14 @@ class GraphError : public std::runtime_error {
   explicit GraphError(const std::string& message) : std::runtime_error(printable_ascii(message)) {}
 };
 
+// A fault the GPU-side checks found in an execute's data (an index out of range, an
+// integer division by zero, an int64 result outside int32): the inputs are wrong,
+// not the graph.
+class ExecuteFault : public GraphError {
+ public:
+  using GraphError::GraphError;
+};
+
 // Codes as in serialization/schema.fbs.
 enum class DType : int8_t {
   Float32 = 0,
@@ -50,7 +58,11 @@ void from_storage(DType t, const void* src, void* dst, size_t n);
 
 using Sizes = std::vector<int64_t>;
 std::string sizes_str(const Sizes& s);
+// The product of sizes; throws GraphError where it leaves int64 (sizes computed
+// from a corrupted blob's arguments can).
 int64_t numel_of(const Sizes& s);
+// a * b, or GraphError where the product leaves int64.
+int64_t checked_mul(int64_t a, int64_t b);
 
 // Our tensors are contiguous (row-major) buffers, up to rank 8.
 constexpr int kMaxRank = 8;

@@ -317,7 +317,7 @@ void add_repeat(ComputeGraph& g, const OpArgs& a) {
                const size_t rank = repeats.size();
                Sizes in_sizes(rank, 1), sizes(rank);
                for (size_t d = 0; d < t.sizes.size(); ++d) in_sizes[rank - t.sizes.size() + d] = t.sizes[d];
-               for (size_t d = 0; d < rank; ++d) sizes[d] = in_sizes[d] * repeats[d];
+               for (size_t d = 0; d < rank; ++d) sizes[d] = checked_mul(in_sizes[d], repeats[d]);
                Tensor& o = g.tensor(out);
                o.sizes = sizes;
                PadRepeatParams p{};
