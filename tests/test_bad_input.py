@@ -183,6 +183,9 @@ REGRESSION_ERRORS = {
     "op_name_invalid_utf8.vkdb": "no kernel for '\\xfften.linear.default'",
     "empty_graph_at_misaligned_offset.vkdb": "its graph is 0 bytes",
     "int64_sizes_vector_misaligned.vkdb": "misaligned vector",
+    "repeat_count_overflows_size.vkdb": "(aten.repeat.default): a size computation overflows",
+    "bmm_dim_past_int32.vkdb": "invalid tensor size 3321888768",
+    "gguf_linear_rows_overflow.vkdb": "(et_vk.vkd_linear_gguf.default): a size computation overflows",
 }
 
 

@@ -184,7 +184,8 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         }
         int64_t numel = 1;
         for (int64_t s : *t->sizes()) {
-          if (s < 0 || s > (int64_t{1} << 40) || numel > (int64_t{1} << 40) / std::max<int64_t>(s, 1)) {
+          // A dim fits int32 (the shaders index with it), the whole tensor 2^40 elements.
+          if (s < 0 || s > INT32_MAX || numel > (int64_t{1} << 40) / std::max<int64_t>(s, 1)) {
             throw GraphError(where + ": invalid tensor size " + std::to_string(s));
           }
           numel *= s;
@@ -517,6 +518,11 @@ void ComputeGraph::build_ops(const void* fb_graph) {
       fail("an argument is missing (" + std::to_string(args.size()) + " given): " + e.what());
     } catch (const std::bad_variant_access&) {
       fail("an argument has the wrong kind of value");
+    } catch (const GraphError& e) {
+      // Helpers outside the graph (checked_mul) do not know the op: name it.
+      const std::string message = e.what();
+      if (message.rfind(current_op_, 0) == 0) throw;
+      fail(message);
     }
   }
   current_op_.clear();

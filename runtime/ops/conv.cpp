@@ -24,6 +24,7 @@ constexpr int kTileOW = 4;  // TOW of both direct variants
 // A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
 std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
   const IntList& v = g.get_int_list(id);
+  for (int64_t x : v) int32_arg(g, x, what);
   if (v.size() == 1) return {spatial == 1 ? one_d_h : v[0], v[0]};
   if (static_cast<int>(v.size()) != spatial) {
     g.fail(std::string(what) + " " + sizes_str(v) + " does not match a " + std::to_string(spatial) + "-D convolution");
@@ -40,10 +41,10 @@ ConvShape conv_shape(ComputeGraph& g, const Tensor& x, const Tensor& w, int64_t 
                      int spatial) {
   if (x.dim() != spatial + 2 || w.dim() != x.dim()) g.fail("input and weight ranks do not match the convolution");
   ConvShape c;
-  c.KH = spatial == 2 ? w.sizes[2] : 1;
-  c.KW = w.sizes.back();
+  c.KH = int32_arg(g, spatial == 2 ? w.sizes[2] : 1, "kernel height");
+  c.KW = int32_arg(g, w.sizes.back(), "kernel width");
   c.C = x.sizes[1];
-  c.OC = transposed ? w.sizes[1] * groups : w.sizes[0];
+  c.OC = transposed ? checked_mul(w.sizes[1], int32_arg(g, groups, "groups")) : w.sizes[0];
   c.icpg = c.C / groups;
   c.ocpg = c.OC / groups;
   if (c.C % groups != 0 || (transposed ? w.sizes[0] != c.C : (w.sizes[1] != c.icpg || c.OC % groups != 0))) {

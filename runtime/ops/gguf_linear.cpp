@@ -49,7 +49,7 @@ void add_linear_gguf(ComputeGraph& g, const OpArgs& a) {
            ", got [N=" + std::to_string(N) + ", K=" + std::to_string(K) + "]");
   }
   const int64_t blocks_per_row = K / f.block_size;
-  const int64_t nbytes = N * blocks_per_row * f.block_bytes;
+  const int64_t nbytes = checked_mul(checked_mul(N, blocks_per_row), f.block_bytes);
   if (w.numel() * 4 < nbytes) {
     g.fail(std::to_string(w.numel()) + " weight words are too few for a " + f.name + " weight [" +
            std::to_string(N) + ", " + std::to_string(K) + "] (" + std::to_string(nbytes) + " bytes)");

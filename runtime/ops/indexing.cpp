@@ -273,6 +273,7 @@ void add_constant_pad(ComputeGraph& g, const OpArgs& a) {
   const IntList pad = g.get_int_list(a.at(1));
   const double value = g.get_double(a.at(2));
   if (pad.size() % 2 != 0) g.fail("pad needs pairs of (before, after)");
+  for (int64_t p : pad) int32_arg(g, p, "pad");
   if (static_cast<int64_t>(pad.size()) > 2 * g.tensor(in).dim()) g.fail("pad has more pairs than the input has dims");
   const bool is_float = is_float_dtype(g.tensor(out).dtype);
   const int32_t ivalue = is_float ? 0 : int_fill(g, value);

@@ -160,9 +160,9 @@ Problem bmm_shape(ComputeGraph& g, const std::vector<int>& ids) {
   if (B > 65535) g.fail("batch of " + std::to_string(B) + " is above 65535");
   pr.out_sizes = {B, M, N};
   pr.p.M = M, pr.p.N = N, pr.p.K = K, pr.p.batch = B;
-  pr.p.a_sb = M * K, pr.p.a_sm = K, pr.p.a_sk = 1;
-  pr.p.b_sb = K * N, pr.p.b_sk = N, pr.p.b_sn = 1;
-  pr.p.c_sb = M * N;
+  pr.p.a_sb = checked_mul(M, K), pr.p.a_sm = K, pr.p.a_sk = 1;
+  pr.p.b_sb = checked_mul(K, N), pr.p.b_sk = N, pr.p.b_sn = 1;
+  pr.p.c_sb = checked_mul(M, N);
   return pr;
 }
 

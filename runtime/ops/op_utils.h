@@ -90,6 +90,14 @@ inline int64_t normalize_dim(ComputeGraph& g, int64_t dim, int64_t rank) {
   return dim < 0 ? dim + r : dim;
 }
 
+// An int argument that sizes arithmetic multiplies or adds (kernel, stride, padding,
+// dilation, pad widths): the shaders take it as int32, and a corrupted blob's int64
+// would overflow that arithmetic. Fails outside int32.
+inline int64_t int32_arg(ComputeGraph& g, int64_t v, const char* what) {
+  if (v < INT32_MIN || v > INT32_MAX) g.fail(std::string(what) + " " + std::to_string(v) + " is outside int32");
+  return v;
+}
+
 // Writes up to 8 sizes/strides into an int32[8] parameter field.
 inline void pack8(int32_t dst[8], const Sizes& v) {
   for (int i = 0; i < 8; ++i) dst[i] = i < static_cast<int>(v.size()) ? static_cast<int32_t>(v[i]) : 1;

@@ -17,6 +17,7 @@ struct Window {
 std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, std::pair<int64_t, int64_t> empty_as,
                                      const char* what) {
   const IntList& v = g.get_int_list(id);
+  for (int64_t x : v) int32_arg(g, x, what);
   if (v.empty()) return empty_as;
   if (v.size() == 1) return {v[0], v[0]};
   if (v.size() != 2) g.fail(std::string(what) + " must have 1 or 2 values");

@@ -102,6 +102,7 @@ Weights weight_args(ComputeGraph& g, int weight, int scales, int zeros, int bias
 
 std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, const char* what) {
   const IntList& v = g.get_int_list(id);
+  for (int64_t x : v) int32_arg(g, x, what);
   if (v.size() == 1) return {v[0], v[0]};
   if (v.size() != 2) g.fail(std::string(what) + " must have 2 values");
   return {v[0], v[1]};

@@ -54,8 +54,10 @@ void add_upsample(ComputeGraph& g, int in, int out, Resize r, bool bilinear, boo
                if (r.size) {
                  std::tie(OH, OW) = *r.size;
                } else {
-                 OH = static_cast<int64_t>(std::floor(H * r.scales->first));
-                 OW = static_cast<int64_t>(std::floor(W * r.scales->second));
+                 const double oh = std::floor(H * r.scales->first), ow = std::floor(W * r.scales->second);
+                 // Scales come from the blob: a size past 2^40 (or NaN) is no size.
+                 if (!(oh < 0x1p40 && ow < 0x1p40)) g.fail("the scales give an output too large");
+                 OH = static_cast<int64_t>(oh), OW = static_cast<int64_t>(ow);
                }
                if (OH < 1 || OW < 1) g.fail("the output of input " + sizes_str(x.sizes) + " would be empty");
                Tensor& o = g.tensor(out);
@@ -83,12 +85,13 @@ void add_pixel_shuffle(ComputeGraph& g, int in, int out, int64_t r, bool shuffle
                if (x.dim() < 3) g.fail("input must have rank 3 or more");
                const int64_t C = x.sizes[x.dim() - 3], H = x.sizes[x.dim() - 2], W = x.sizes[x.dim() - 1];
                Sizes os = x.sizes;
+               const int64_t r2 = checked_mul(r, r);  // r comes from the blob: any int64
                if (shuffle) {
-                 if (C % (r * r) != 0) g.fail("channels " + std::to_string(C) + " are not divisible by factor^2");
-                 os[x.dim() - 3] = C / (r * r), os[x.dim() - 2] = H * r, os[x.dim() - 1] = W * r;
+                 if (C % r2 != 0) g.fail("channels " + std::to_string(C) + " are not divisible by factor^2");
+                 os[x.dim() - 3] = C / r2, os[x.dim() - 2] = checked_mul(H, r), os[x.dim() - 1] = checked_mul(W, r);
                } else {
                  if (H % r != 0 || W % r != 0) g.fail("height and width must be divisible by the factor");
-                 os[x.dim() - 3] = C * r * r, os[x.dim() - 2] = H / r, os[x.dim() - 1] = W / r;
+                 os[x.dim() - 3] = checked_mul(C, r2), os[x.dim() - 2] = H / r, os[x.dim() - 1] = W / r;
                }
                Tensor& o = g.tensor(out);
                o.sizes = os;

@@ -23,7 +23,7 @@ Sizes infer_view_sizes(ComputeGraph& g, const IntList& req, int64_t numel) {
     } else if (out[i] < 0) {
       g.fail("invalid view size " + std::to_string(out[i]));
     } else {
-      known *= out[i];
+      known = checked_mul(known, out[i]);
     }
   }
   if (infer >= 0) {
