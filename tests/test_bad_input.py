@@ -185,6 +185,7 @@ REGRESSION_ERRORS = {
     "int64_sizes_vector_misaligned.vkdb": "misaligned vector",
     "repeat_count_overflows_size.vkdb": "(aten.repeat.default): a size computation overflows",
     "bmm_dim_past_int32.vkdb": "invalid tensor size 3321888768",
+    "slice_step_overflows_stride.vkdb": "(aten.slice_copy.Tensor): slice step 4611686018427387907 is outside int32",
     "gguf_linear_rows_overflow.vkdb": "(et_vk.vkd_linear_gguf.default): a size computation overflows",
 }
 

@@ -19,7 +19,7 @@ BEGIN, END = "<!-- settings table: begin -->", "<!-- settings table: end -->"
 BUILD_VARIABLES = {"VKDELEGATE_GLSLC", "VKDELEGATE_BUILD_DIR", "VKDELEGATE_BUILD_TYPE",
                    "VKDELEGATE_EXECUTORCH_DIR", "VKDELEGATE_OUTPUT_DIR", "VKDELEGATE_SANITIZE",
                    # the test stages' own (scripts/test.sh, tests/sanitizers.py), not the runtime's
-                   "VKDELEGATE_FUZZ_SECONDS", "VKDELEGATE_FUZZ_SEEDS", "VKDELEGATE_SANITIZE_BUILD_DIR"}
+                   "VKDELEGATE_FUZZ_SECONDS", "VKDELEGATE_FUZZ_SEEDS", "VKDELEGATE_FUZZ_SEED", "VKDELEGATE_FUZZ_RUNS", "VKDELEGATE_SANITIZE_BUILD_DIR"}
 
 
 def render(table):

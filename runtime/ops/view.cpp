@@ -173,6 +173,7 @@ using SliceBounds = std::function<std::pair<std::optional<int64_t>, std::optiona
 // clamping of start and end.
 void add_slice(ComputeGraph& g, int in, int out, int64_t dim, SliceBounds bounds, int64_t step) {
   if (step <= 0) g.fail("slice step must be positive");
+  int32_arg(g, step, "slice step");
   normalize_dim(g, dim, g.tensor(in).dim());
   add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
     const int64_t d = normalize_dim(g, dim, t.dim());
@@ -248,6 +249,8 @@ void add_flip(ComputeGraph& g, int in, int out, const IntList& dims) {
 void add_unfold(ComputeGraph& g, int in, int out, int64_t dim, int64_t size, int64_t step) {
   if (g.tensor(in).dim() == 0) g.fail("unfold of a 0-d tensor is not supported");
   if (step <= 0 || size < 0) g.fail("unfold needs size >= 0 and step > 0");
+  int32_arg(g, step, "unfold step");
+  int32_arg(g, size, "unfold size");
   normalize_dim(g, dim, g.tensor(in).dim());
   add_gather(g, in, out, [=](ComputeGraph& g, const Tensor& t) {
     const int64_t d = normalize_dim(g, dim, t.dim());
