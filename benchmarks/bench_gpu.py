@@ -167,6 +167,10 @@ def torch_kernel_ms(fn, flush, reps=GPU_RUNS):
             "warm_single": _timed(one, lambda: None, reps)}
 
 
+def has_weights(module):
+    return any(t.is_floating_point() for t in list(module.parameters()) + list(module.buffers()))
+
+
 def nbytes(tensors):
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -222,6 +226,9 @@ def main():
         manifest = json.load(f)
     flush = torch.empty(FLUSH_MIB << 20, dtype=torch.uint8, device="cuda")
     timing = ["--gpu-runs", str(GPU_RUNS), "--flush-l2", str(FLUSH_MIB)]
+    meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(), "command": manifest["command"],
+            "made_with": manifest.get("made_with", "")}
 
     rows = []
     for case in manifest["cases"]:
@@ -233,7 +240,7 @@ def main():
             if case["kind"] == "micro":
                 factory, unit, work = MICRO[name]
                 module, cpu_inputs = factory()
-                if case.get("weights") == "bf16_rounded":  # make_bundle --round-weights
+                if case.get("weights") == "bf16_rounded" and has_weights(module):  # make_bundle --round-weights
                     round_weights_bf16(module)
                     row["weights"] = case["weights"]
                 module = module.cuda().eval()
@@ -292,12 +299,9 @@ def main():
             row["error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
+        with open(os.path.join(args.out, "results.json"), "w") as f:  # so far: a run cut short keeps its rows
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
-    meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name(), "command": manifest["command"],
-            "made_with": manifest.get("made_with", "")}
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(markdown(meta, rows))
     print(markdown(meta, rows))
@@ -325,6 +329,8 @@ def markdown(meta, rows):
              f"Command: `{meta['command']}`"]
     if meta.get("made_with"):
         lines.append(f"Bundle: `{meta['made_with']}`")
+    if meta.get("combined_with"):
+        lines.append(f"Table: `{meta['combined_with']}`")
     kernels = [r for r in rows if r["kind"] in ("micro", "quant")]
     models = [r for r in rows if r["kind"] not in ("micro", "quant")]
     if kernels:
@@ -364,7 +370,9 @@ def markdown(meta, rows):
         "each dispatch; input copies outside), median of 21 profiled executes; PyTorch's call runs from a CUDA graph "
         "timed with CUDA events while the GPU is already busy (no host dispatch in the time): warm, 100 back-to-back "
         "calls in one graph / 100; L2 flushed, a 256 MiB buffer written before each call (outside the timing; ours: a "
-        "fill recorded before the first timestamp), median of 21. Rows whose working set is over the 50 MB L2 gain "
+        "fill recorded before the first timestamp), median of 21. results.json also holds PyTorch warm with one call per "
+        "replay (torch_single_us), the like of our one execute per timing: on the small kernels it is a few us slower "
+        "than the 100-call figure. Rows whose working set is over the 50 MB L2 gain "
         "little from warmth. Quantized rows: ours 4-bit weights and scales as stored on the GPU, PyTorch the same "
         "linear in fp16 (cuBLAS); GB/s counts each side's weight bytes as stored plus activations; max rel err "
         "against torchao's eager output on the same dequantized weights (float32). Other rows: max |ours - PyTorch "

@@ -44,6 +44,9 @@ def main():
     runs = [json.load(open(path)) for path in args.runs]
     carried = json.load(open(args.carry_models)) if args.carry_models else None
     meta, rows = combine(runs, carried)
+    meta["combined_with"] = "python benchmarks/combine_results.py " + " ".join(
+        ["RUN/results.json"] * len(args.runs) + (["--carry-models", "benchmarks/results/latest.json"]
+                                                  if args.carry_models else []))
     out = os.path.join(HERE, "results")
     with open(os.path.join(out, "latest.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)

@@ -135,7 +135,8 @@ def main():
             # The error check's reference: torchao's eager output, PyTorch on the same dequantized
             # weights (float32, CPU); bench_gpu.py feeds the runner the same inputs.
             entry["reference"] = write_reference(os.path.join(args.out, "refs", name), module, inputs)
-        if kind in ("model", "micro") and args.round_weights:
+        if kind in ("model", "micro") and args.round_weights and (
+                any(t.is_floating_point() for t in list(module.parameters()) + list(module.buffers()))):
             entry["weights"] = "bf16_rounded"  # bench_gpu.py rounds PyTorch's weights the same way
         if options and options.get("force_fp16"):
             entry.update(model=name[: -len("_fp16")], fp16=True)
