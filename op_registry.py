@@ -81,6 +81,10 @@ class OpEntry:
     # The output dtype may differ from the inputs' (to_copy). Every other node needs its
     # float tensors in one dtype: mixed float32/float16 nodes stay on CPU.
     converts_dtype: bool = False
+    # The op writes its first argument in place (the runtime's ComputeGraph::alias_state):
+    # the partitioner accepts it only on a mutable buffer that nothing else reads (a KV
+    # cache) and takes that buffer into the partition, where it stays on the GPU as state.
+    updates_state: bool = False
 
     @property
     def op_names(self) -> Tuple[str, ...]:
@@ -283,6 +287,26 @@ def _check_linear(node: Node) -> Optional[str]:
     bias = arg(node, "bias")
     if bias is not None and (fake_tensor(bias) is None or fake_tensor(bias).dim() != 1):
         return "linear bias must be a 1-D tensor"
+    return None
+
+
+def _check_index_put(node: Node) -> Optional[str]:
+    if arg(node, "accumulate"):
+        return "accumulate=True is not supported"
+    indices = list(arg(node, "indices"))
+    given = [(dim, item) for dim, item in enumerate(indices) if item is not None]
+    if len(given) != 1:
+        return "one index tensor (the others None) is supported"
+    dim, index = given[0]
+    index_val = fake_tensor(index)
+    if index_val is None or index_val.dtype not in (torch.int32, torch.int64) or index_val.dim() != 1:
+        return "the index must be a 1-D int32 or int64 tensor"
+    self_val, values_val = fake_tensor(arg(node, "self")), fake_tensor(arg(node, "values"))
+    if values_val is None or values_val.dim() != self_val.dim():
+        return "values must have the rank of self (no broadcasting)"
+    for d in range(self_val.dim()):
+        if d != dim and values_val.shape[d] != self_val.shape[d]:
+            return f"values {tuple(values_val.shape)} do not fit self {tuple(self_val.shape)} off the indexed dim {dim}"
     return None
 
 
@@ -852,6 +876,17 @@ _ENTRIES = [
         "negative indices count from the end." + _INT_STORAGE + _INDEX_CHECKED,
         dtypes=ANY_DTYPE | FP16,
         check=_check_index_tensor,
+    ),
+    OpEntry(
+        "index_put",
+        (aten.index_put.default,),
+        "In place into a mutable buffer that nothing else reads (a KV cache, which then lives on the GPU "
+        "inside the delegate): one 1-D int32/int64 index tensor (the others None), values of self's rank; "
+        "negative indices count from the end; accumulate=False." + _INT_STORAGE + _INDEX_CHECKED,
+        dtypes=ANY_DTYPE | FP16,
+        check=_check_index_put,
+        aliases_input=True,
+        updates_state=True,
     ),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "

@@ -1005,6 +1005,28 @@ def _index_select_samples() -> List[SampleCase]:
     ]
 
 
+class _StateWrite(torch.nn.Module):
+    """A buffer written in place at positions (index_copy_ exports to index_put), then read."""
+
+    def __init__(self, shape, dim: int, dtype=torch.float32):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("state", torch.zeros(shape, dtype=dtype))
+
+    def forward(self, values, positions):
+        self.state.index_copy_(self.dim, positions, values)
+        return self.state * 2
+
+
+@_seeded
+def _index_put_samples() -> List[SampleCase]:
+    return [
+        SampleCase("cache_dim2", _StateWrite((1, 2, 9, 4), 2), (_values(1, 2, 3, 4), torch.tensor([6, 0, 2]))),
+        SampleCase("dim0_int32_index", _StateWrite((5, 3), 0), (_values(2, 3), torch.tensor([4, 1], dtype=torch.int32))),
+        SampleCase("int64_state", _StateWrite((4, 6), 1, torch.int64), (_ints(4, 2), torch.tensor([5, 3]))),
+    ]
+
+
 @_seeded
 def _gather_samples() -> List[SampleCase]:
     return [
@@ -1384,6 +1406,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "roll": _roll_samples,
     "unfold_copy": _unfold_samples,
     "index_select": _index_select_samples,
+    "index_put": _index_put_samples,
     "gather": _gather_samples,
     "index": _index_tensor_samples,
     "embedding": _embedding_samples,
