@@ -1006,7 +1006,8 @@ def _index_select_samples() -> List[SampleCase]:
 
 
 class _StateWrite(torch.nn.Module):
-    """A buffer written in place at positions (index_copy_ exports to index_put), then read."""
+    """A buffer written in place at positions (index_copy_ and `buffer[..., positions] = values` export
+    to index_put), then read."""
 
     def __init__(self, shape, dim: int, dtype=torch.float32):
         super().__init__()
@@ -1014,7 +1015,7 @@ class _StateWrite(torch.nn.Module):
         self.register_buffer("state", torch.zeros(shape, dtype=dtype))
 
     def forward(self, values, positions):
-        self.state.index_copy_(self.dim, positions, values)
+        torch.ops.aten.index_put_(self.state, [None] * self.dim + [positions], values)
         return self.state * 2
 
 
