@@ -203,3 +203,43 @@ def test_prompt_longer_than_the_cache_is_an_error(tokenizer_json, programs):
     method = Runtime.get().load_program(pte).load_method("forward")
     with pytest.raises(RuntimeError):
         method.execute([torch.zeros(1, MAX_SEQ_LEN + 1, dtype=torch.long), torch.arange(MAX_SEQ_LEN + 1)])
+
+
+def _index_put_graph(state: bool):
+    """index_put(x, [index], values) -> x * 1 as a blob; x a state tensor or a graph input."""
+    from vkdelegate.serialization.blob import serialize_graph
+    from vkdelegate.serialization.graph_ir import (
+        BoolValue, DType, GraphIR, IntValue, OpCall, TensorValue, ValueListValue)
+
+    g = GraphIR()
+    x = g.add_value(TensorValue(DType.float32, (4, 3), state=state))
+    index = g.add_value(TensorValue(DType.int64, (2,)))
+    values = g.add_value(TensorValue(DType.float32, (2, 3)))
+    g.input_ids = [index, values] + ([] if state else [x])
+    indices = g.add_value(ValueListValue((index,)))
+    updated = g.add_value(TensorValue(DType.float32, (4, 3)))
+    g.chain.append(OpCall("aten.index_put.default", (x, indices, values, g.add_value(BoolValue(False)), updated)))
+    out = g.add_value(TensorValue(DType.float32, (4, 3)))
+    g.chain.append(OpCall("aten.mul.Scalar", (updated, g.add_value(IntValue(2)), out)))
+    g.output_ids = [out]
+    return serialize_graph(g)
+
+
+def test_state_persists_across_executes_and_only_state_updates_in_place():
+    import numpy as np
+
+    graph = rt.Graph(_index_put_graph(state=True))
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    (first,) = graph.run([np.array([3, 0]), values])
+    expected = np.zeros((4, 3), np.float32)
+    expected[[3, 0]] = values
+    np.testing.assert_array_equal(first, expected * 2)
+    (second,) = graph.run([np.array([1, 1]), values * 10])
+    expected[1] = values[1] * 10  # the state kept rows 0 and 3
+    np.testing.assert_array_equal(second, expected * 2)
+    with pytest.raises(rt.GraphError, match=r"index 7 is out of range for dimension 0 of size 4"):
+        graph.run([np.array([7, 0]), values])
+    assert graph.execute_stats()["records"] == 1
+
+    with pytest.raises(rt.GraphError, match="must be a state tensor"):
+        rt.Graph(_index_put_graph(state=False))
