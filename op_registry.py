@@ -310,6 +310,15 @@ def _check_index_put(node: Node) -> Optional[str]:
     return None
 
 
+def _check_rope(node: Node) -> Optional[str]:
+    x, cos, sin = (fake_tensor(arg(node, name)) for name in ("x", "cos", "sin"))
+    if x is None or cos is None or sin is None or x.dim() < 2 or cos.dim() != 2:
+        return "x must have rank 2 or more, cos and sin rank 2"
+    if tuple(cos.shape) != tuple(sin.shape) or tuple(cos.shape) != tuple(x.shape[-2:]) or x.shape[-1] % 2:
+        return f"cos and sin must have x's last two sizes {tuple(x.shape[-2:])}, the last even"
+    return _check_same_dtype(node)
+
+
 def _check_layer_norm(node: Node) -> Optional[str]:
     if not arg(node, "normalized_shape"):
         return "native_layer_norm needs a non-empty normalized_shape"
@@ -888,6 +897,10 @@ _ENTRIES = [
         aliases_input=True,
         updates_state=True,
     ),
+    OpEntry("rope", (et_vk.vkd_rope.default,),
+            "et_vk.vkd_rope: rotary position embedding, rotate-half layout, x [..., T, D] with cos and sin [T, D]; "
+            "backends/rope_fusion.py makes it from x * cos + rotate_half(x) * sin.",
+            dtypes=FLOATS, check=_check_rope, kind="transcendental"),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
             "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16,

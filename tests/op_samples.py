@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp
+from vkdelegate.quant.library import conv2d_clamp, rope
 
 
 @dataclass(frozen=True)
@@ -1005,6 +1005,15 @@ def _index_select_samples() -> List[SampleCase]:
     ]
 
 
+@_seeded
+def _rope_samples() -> List[SampleCase]:
+    return [
+        SampleCase("heads4_t5_d8", _Call(lambda x, c, s: rope.default(x, c, s)),
+                   (_values(1, 4, 5, 8), _values(5, 8), _values(5, 8))),
+        SampleCase("rank2_t1_d2", _Call(lambda x, c, s: rope.default(x, c, s)), (_values(1, 2), _values(1, 2), _values(1, 2))),
+    ]
+
+
 class _StateWrite(torch.nn.Module):
     """A buffer written in place at positions (index_copy_ and `buffer[..., positions] = values` export
     to index_put), then read."""
@@ -1408,6 +1417,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "unfold_copy": _unfold_samples,
     "index_select": _index_select_samples,
     "index_put": _index_put_samples,
+    "rope": _rope_samples,
     "gather": _gather_samples,
     "index": _index_tensor_samples,
     "embedding": _embedding_samples,
