@@ -115,6 +115,13 @@ def test_runner_generates_eager_tokens_and_decode_replays(tokenizer_json, progra
     assert records[-1]["executes"] - records[1]["executes"] == len(pieces) - 2
     assert records[-1]["records"] == records[1]["records"]
 
+    # A new prompt after reset starts over: the stale cache past the new positions is masked.
+    runner.reset()
+    again = []
+    runner.generate(PROMPT, GenerationConfig(max_new_tokens=64, temperature=0.0, echo=False),
+                    token_callback=again.append)
+    assert again == pieces
+
 
 def test_logits_match_eager_every_step(tokenizer_json, programs):
     _, tokenizer = tokenizer_json
