@@ -81,6 +81,10 @@ class OpEntry:
     # The output dtype may differ from the inputs' (to_copy). Every other node needs its
     # float tensors in one dtype: mixed float32/float16 nodes stay on CPU.
     converts_dtype: bool = False
+    # The op writes its first argument in place (the runtime's ComputeGraph::alias_state):
+    # the partitioner accepts it only on a mutable buffer that nothing else reads (a KV
+    # cache) and takes that buffer into the partition, where it stays on the GPU as state.
+    updates_state: bool = False
 
     @property
     def op_names(self) -> Tuple[str, ...]:
@@ -284,6 +288,35 @@ def _check_linear(node: Node) -> Optional[str]:
     if bias is not None and (fake_tensor(bias) is None or fake_tensor(bias).dim() != 1):
         return "linear bias must be a 1-D tensor"
     return None
+
+
+def _check_index_put(node: Node) -> Optional[str]:
+    if arg(node, "accumulate"):
+        return "accumulate=True is not supported"
+    indices = list(arg(node, "indices"))
+    given = [(dim, item) for dim, item in enumerate(indices) if item is not None]
+    if len(given) != 1:
+        return "one index tensor (the others None) is supported"
+    dim, index = given[0]
+    index_val = fake_tensor(index)
+    if index_val is None or index_val.dtype not in (torch.int32, torch.int64) or index_val.dim() != 1:
+        return "the index must be a 1-D int32 or int64 tensor"
+    self_val, values_val = fake_tensor(arg(node, "self")), fake_tensor(arg(node, "values"))
+    if values_val is None or values_val.dim() != self_val.dim():
+        return "values must have the rank of self (no broadcasting)"
+    for d in range(self_val.dim()):
+        if d != dim and values_val.shape[d] != self_val.shape[d]:
+            return f"values {tuple(values_val.shape)} do not fit self {tuple(self_val.shape)} off the indexed dim {dim}"
+    return None
+
+
+def _check_rope(node: Node) -> Optional[str]:
+    x, cos, sin = (fake_tensor(arg(node, name)) for name in ("x", "cos", "sin"))
+    if x is None or cos is None or sin is None or x.dim() < 2 or cos.dim() != 2:
+        return "x must have rank 2 or more, cos and sin rank 2"
+    if tuple(cos.shape) != tuple(sin.shape) or tuple(cos.shape) != tuple(x.shape[-2:]) or x.shape[-1] % 2:
+        return f"cos and sin must have x's last two sizes {tuple(x.shape[-2:])}, the last even"
+    return _check_same_dtype(node)
 
 
 def _check_layer_norm(node: Node) -> Optional[str]:
@@ -853,6 +886,21 @@ _ENTRIES = [
         dtypes=ANY_DTYPE | FP16,
         check=_check_index_tensor,
     ),
+    OpEntry(
+        "index_put",
+        (aten.index_put.default,),
+        "In place into a mutable buffer that nothing else reads (a KV cache, which then lives on the GPU "
+        "inside the delegate): one 1-D int32/int64 index tensor (the others None), values of self's rank; "
+        "negative indices count from the end; accumulate=False." + _INT_STORAGE + _INDEX_CHECKED,
+        dtypes=ANY_DTYPE | FP16,
+        check=_check_index_put,
+        aliases_input=True,
+        updates_state=True,
+    ),
+    OpEntry("rope", (et_vk.vkd_rope.default,),
+            "et_vk.vkd_rope: rotary position embedding, rotate-half layout, x [..., T, D] with cos and sin [T, D]; "
+            "backends/rope_fusion.py makes it from x * cos + rotate_half(x) * sin.",
+            dtypes=FLOATS, check=_check_rope, kind="transcendental"),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
             "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16,

@@ -5,7 +5,9 @@ at entry, weights are cast by a `_to_copy` on their constant node (the builder
 folds it, so only half weights are stored), the fake values (`meta["val"]`) of
 every node and float32 `dtype` arguments (full, arange, _to_copy, ...) become
 float16, and float outputs are cast back, so the partition's boundary stays
-float32. Integer, bool and scalar values stay as they are.
+float32. Integer, bool and scalar values stay as they are. State (a mutable
+buffer the partition owns, such as a KV cache) is float16 itself: it is
+updated in place, so it is not cast (preprocess stores its initial value in half).
 """
 from typing import Any, Dict
 
@@ -46,9 +48,16 @@ def force_fp16(program: ExportedProgram, options: Dict) -> None:
     graph = program.graph_module.graph
     nodes = list(graph.nodes)
     first_op = next((n for n in nodes if n.op != "placeholder"), None)
-    float32_outputs = {item for item in nodes[-1].args[0] if isinstance(item, Node) and _is_float32(item)}
+    signature = program.graph_signature
+    mutated = set(signature.buffers_to_mutate.values())
+    state = {name for name, target in signature.inputs_to_buffers.items() if target in mutated}
+    updates = set(signature.buffers_to_mutate)
+    float32_outputs = {item for item in nodes[-1].args[0]
+                       if isinstance(item, Node) and _is_float32(item) and item.name not in updates}
     for node in nodes:
-        if node.op == "placeholder" and _is_float32(node):
+        if node.op == "placeholder" and node.name in state:
+            node.meta["val"] = _half(node.meta["val"])
+        elif node.op == "placeholder" and _is_float32(node):
             users = list(node.users)
             if users:
                 cast = _cast(graph, node, torch.float16, first_op)

@@ -5,7 +5,8 @@ it to the last op that reads it (inclusive at both ends, so an op's inputs and
 outputs never share). Views (ops whose registry entry says `aliases_input`)
 share their input's storage in the runtime, so a view's output and input form
 one alias group whose lifetime is the union of its members'. Groups holding a
-graph input, a graph output or a constant are never shared.
+graph input, a graph output, a constant or state (a KV cache, which an
+in-place update aliases) are never shared.
 
 Groups are packed into shared objects greedily by size, largest first: each
 goes into an object whose groups' lifetimes it does not overlap (the object is
@@ -104,7 +105,7 @@ def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPl
         group.first = min(group.first, first[value_id])
         group.last = max(group.last, last[value_id])
         group.nbytes = max(group.nbytes, value.nbytes)
-        if value_id in fixed or value.constant_id != -1:
+        if value_id in fixed or value.constant_id != -1 or value.state:
             group.shareable = False
     # Members that appear in no op (an input passed straight to an output) are
     # not in `first`; they have their own storage anyway.

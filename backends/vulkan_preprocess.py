@@ -1,7 +1,9 @@
 """VkDelegateBackend.preprocess: turns a partition's edge program into a vkdelegate blob.
 
 Steps: fold constant subexpressions; constants and user inputs become tensor
-values (inputs carry their lower bound sizes); every other call_function node
+values (inputs carry their lower bound sizes); a mutable buffer that the
+partition owns (a KV cache, see the partitioner) becomes a state tensor, which
+its in-place update writes and the partition never outputs; every other call_function node
 becomes an OpCall whose args are all of its op's schema arguments, then its
 outputs; nodes computing symbolic ints (sym_size, SymInt arithmetic) become
 OpCalls that output SymInt values, which SymInt[] arguments refer to; the output node names the
@@ -33,7 +35,7 @@ from ..fx_nodes import (
     upper_bound_int,
     upper_bound_sizes,
 )
-from ..op_registry import aliasing_op_names
+from ..op_registry import REGISTRY, aliasing_op_names
 from ..serialization.blob import serialize_graph
 from ..serialization.graph_ir import (
     BoolListValue,
@@ -98,10 +100,15 @@ class _GraphBuilder:
     def build(self) -> GraphIR:
         self._check_signature()
         kinds = {spec.arg.name: spec for spec in self.program.graph_signature.input_specs}
+        mutations = {spec.arg.name for spec in self.program.graph_signature.output_specs
+                     if spec.kind == OutputKind.BUFFER_MUTATION}
+        state_targets = set(self.program.graph_signature.buffers_to_mutate.values())
         for node in self.program.graph.nodes:
             if node.op == "placeholder":
                 spec = kinds[node.name]
-                if spec.kind in _CONSTANT_KINDS:
+                if spec.kind == InputKind.BUFFER and spec.target in state_targets:
+                    self.tensor_ids[node] = self._state(node, spec.target)
+                elif spec.kind in _CONSTANT_KINDS:
                     self.constant_tensors[node] = self._constant(spec.target)
                 elif is_symint(node):
                     raise ValueError(
@@ -114,21 +121,46 @@ class _GraphBuilder:
             elif node.op == "call_function":
                 self._call(node)
             elif node.op == "output":
-                self.graph.output_ids = [self._tensor_id(item) for item in node.args[0]]
+                # A state's update stays inside: the partition does not output it.
+                self.graph.output_ids = [self._tensor_id(item) for item in node.args[0]
+                                         if not (isinstance(item, Node) and item.name in mutations)]
             else:
                 raise ValueError(f"{node.name}: unexpected {node.op} node in a vkdelegate partition")
         return self.graph
 
     def _check_signature(self) -> None:
         signature = self.program.graph_signature
-        if signature.buffers_to_mutate or signature.user_inputs_to_mutate:
-            raise ValueError("vkdelegate partitions cannot mutate buffers or inputs")
+        if signature.user_inputs_to_mutate:
+            raise ValueError("vkdelegate partitions cannot mutate their inputs")
         for spec in signature.input_specs:
             if spec.kind not in _CONSTANT_KINDS + (InputKind.USER_INPUT,):
                 raise ValueError(f"input {spec.arg.name} of kind {spec.kind.name} is not supported")
         for spec in signature.output_specs:
-            if spec.kind != OutputKind.USER_OUTPUT:
+            if spec.kind not in (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION):
                 raise ValueError(f"output {spec.arg.name} of kind {spec.kind.name} is not supported")
+        # A buffer the partition mutates is state: its one reader is the op that
+        # updates it in place (so no reader can see it before or after by mistake).
+        nodes = {node.name: node for node in self.program.graph.nodes}
+        placeholders = {name: target for name, target in signature.inputs_to_buffers.items()}
+        for output_name, target in signature.buffers_to_mutate.items():
+            update = nodes.get(output_name)
+            entry = REGISTRY.entry_for(update.target) if update is not None and update.op == "call_function" else None
+            buffer = update.args[0] if entry is not None and entry.updates_state else None
+            if not (isinstance(buffer, Node) and placeholders.get(buffer.name) == target and len(buffer.users) == 1):
+                raise ValueError(
+                    f"buffer {target} is mutated by {output_name}; a vkdelegate partition updates a buffer only "
+                    "in place, through an op that alone reads it (index_put)"
+                )
+
+    def _state(self, node: Node, target: str) -> int:
+        """A state tensor for the mutable buffer `target`: its initial value, zeros stored as nothing."""
+        initial = self._constant(target)
+        dtype = node.meta["val"].dtype  # force_fp16 makes a float32 state float16
+        initial = initial.to(dtype)
+        constant_id = -1 if not initial.any() else self.graph.add_constant(constant_bytes(initial))
+        return self.graph.add_value(
+            TensorValue(schema_dtype(dtype), tuple(initial.shape), constant_id, state=True)
+        )
 
     def _constant(self, target: str) -> torch.Tensor:
         if target in self.program.state_dict:

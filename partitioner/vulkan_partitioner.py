@@ -9,6 +9,11 @@ Dynamic shapes: nodes computing symbolic ints (sym_size.int and int
 arithmetic, fx_nodes.SYMINT_OPS) go into a partition when every user of
 theirs is supported, so that the partition computes the sizes it needs; an op
 taking a symbolic int is supported only if that int's node is.
+
+State (a KV cache): a mutable buffer whose one user is an op that updates it
+in place (OpEntry.updates_state: index_put) goes into that op's partition with
+its mutation, so the delegate owns it: it lives on the GPU across executes and
+never crosses to the host (preprocess makes it a state tensor).
 """
 
 import collections
@@ -52,6 +57,24 @@ def constant_placeholders(exported_program: ExportedProgram) -> FrozenSet[str]:
     )
 
 
+def mutable_buffer_placeholders(exported_program: ExportedProgram) -> FrozenSet[str]:
+    """Names of the placeholders of buffers the program mutates."""
+    signature = exported_program.graph_signature
+    mutated = set(signature.buffers_to_mutate.values())
+    return frozenset(name for name, target in signature.inputs_to_buffers.items() if target in mutated)
+
+
+def _state_update_reason(node: Node, mutable: FrozenSet[str]) -> Optional[str]:
+    """Why an in-place update op (OpEntry.updates_state) cannot own its first argument."""
+    target = node.args[0]
+    if not isinstance(target, Node) or target.op != "placeholder" or target.name not in mutable:
+        return "it updates in place only a mutable buffer of the program (such as a KV cache)"
+    if len(target.users) != 1:
+        others = sorted(user.name for user in target.users if user is not node)
+        return f"buffer {target.name} is also read by {others}; only its update may read it"
+    return None
+
+
 def _generic_reason(node: Node) -> Optional[str]:
     """Why no vkdelegate op could run node, whatever the op: missing or unserializable values."""
     for item in node_inputs(node):
@@ -81,9 +104,11 @@ class VulkanOperatorSupport(OperatorSupportBase):
     constants: names of the placeholders holding constant data.
     """
 
-    def __init__(self, options: Mapping[str, Any], constants: FrozenSet[str], registry: Optional[OpRegistry] = None):
+    def __init__(self, options: Mapping[str, Any], constants: FrozenSet[str], registry: Optional[OpRegistry] = None,
+                 mutable_buffers: FrozenSet[str] = frozenset()):
         self.require_resize = options["require_dynamic_shapes"]
         self.constants = constants
+        self.mutable_buffers = mutable_buffers
         self.registry = REGISTRY if registry is None else registry
         self.rejections: Dict[Node, str] = {}
         self._foldable: Dict[Node, bool] = {}
@@ -125,6 +150,8 @@ class VulkanOperatorSupport(OperatorSupportBase):
             return f"{entry.name} cannot resize, and require_dynamic_shapes is set"
         if not entry.symint_args and any(is_symint(item) for item in node_inputs(node)):
             return f"{entry.name} does not take symbolic int arguments"
+        if entry.updates_state:
+            return _state_update_reason(node, self.mutable_buffers)
         return None
 
     def _symint_reason(self, node: Node) -> Optional[str]:
@@ -207,7 +234,7 @@ class VulkanPartitioner(Partitioner):
         # delegated, so keep only nodes that will be: supported, and not
         # foldable (partitions of only foldable nodes are dropped). ExecuTorch
         # calls the filter on the ATen and the edge graph of ep alike.
-        support = VulkanOperatorSupport(self.options, constant_placeholders(ep))
+        support = VulkanOperatorSupport(self.options, constant_placeholders(ep), mutable_buffers=mutable_buffer_placeholders(ep))
 
         def keep_undecomposed(node: Node) -> bool:
             return (
@@ -228,7 +255,10 @@ class VulkanPartitioner(Partitioner):
         return ops, keep_undecomposed
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
-        support = VulkanOperatorSupport(self.options, constant_placeholders(exported_program))
+        support = VulkanOperatorSupport(
+            self.options, constant_placeholders(exported_program),
+            mutable_buffers=mutable_buffer_placeholders(exported_program),
+        )
         partitions = []
         for partition in CapabilityBasedPartitioner(
             exported_program.graph_module, support, allows_single_node_partition=True
@@ -246,11 +276,28 @@ class VulkanPartitioner(Partitioner):
             partition_tags[tag] = self.delegation_spec
             for node in partition.nodes:
                 node.meta["delegation_tag"] = tag
-        # Weights and other constants used by a partition move into its blob.
+        # Weights and other constants used by a partition move into its blob, and
+        # so do the buffers that its in-place updates own (the update is their only user).
         tag_constant_data(exported_program)
+        _tag_state(exported_program, support.mutable_buffers)
 
         _log_partitioning(exported_program, partitions, support.rejections)
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=partition_tags)
+
+
+def _tag_state(exported_program: ExportedProgram, mutable_buffers: FrozenSet[str]) -> None:
+    """Tags each mutable buffer whose one user, an in-place update, is delegated, into that update's partition.
+
+    (Not ExecuTorch's tag_mutated_buffer: that would take in a buffer that a delegated op
+    reads while the CPU mutates it; such a buffer stays a partition input, as before.)
+    """
+    for node in exported_program.graph.nodes:
+        if node.op != "placeholder" or node.name not in mutable_buffers or len(node.users) != 1:
+            continue
+        (user,) = node.users
+        entry = REGISTRY.entry_for(user.target) if user.op == "call_function" else None
+        if entry is not None and entry.updates_state and "delegation_tag" in user.meta:
+            node.meta["delegation_tag"] = user.meta["delegation_tag"]
 
 
 def _log_partitioning(exported_program: ExportedProgram, partitions: list, rejections: Dict[Node, str]) -> None:

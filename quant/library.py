@@ -61,3 +61,15 @@ conv2d_clamp = define(
     "int[] dilation, bool transposed, int[] output_padding, int groups, float min, float max, "
     "Tensor? residual=None) -> Tensor",
     _conv2d_clamp_reference)
+
+
+def _rope_reference(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+# Rotary position embedding, rotate-half layout: x [..., T, D] with cos and sin [T, D]
+# (one row per position); backends/rope_fusion.py makes it from the mul/split/neg/cat/mul/add
+# that `x * cos + rotate_half(x) * sin` exports to.
+rope = define("vkd_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor", _rope_reference)

@@ -23,6 +23,7 @@ from ._vkdelegate import (  # noqa: F401
     device_memory,
     is_available,
     last_error,
+    loaded_execute_stats,
     loaded_memory_reports,
     loaded_shaders,
     registered_ops,
@@ -35,7 +36,7 @@ from ._vkdelegate import (  # noqa: F401
 __all__ = [
     "BACKEND_ID", "Graph", "GraphError", "OutOfMemoryError", "VulkanError", "device_info", "device_memory",
     "is_available",
-    "last_error", "loaded_memory_reports", "loaded_shaders", "registered_ops", "unavailable_reason",
+    "last_error", "loaded_execute_stats", "loaded_memory_reports", "loaded_shaders", "registered_ops", "unavailable_reason",
     "validation_enabled", "validation_error_count", "runner_path", "settings_table", "overrides",
 ]
 

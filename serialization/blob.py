@@ -158,6 +158,8 @@ def _write_value(builder: flatbuffers.Builder, value: Value) -> Tuple[int, int]:
         Tensor.AddMemObjId(builder, value.mem_obj_id)
         if min_sizes is not None:
             Tensor.AddMinSizes(builder, min_sizes)
+        if value.state:
+            Tensor.AddState(builder, True)
         return FbValue.Value.Tensor, Tensor.End(builder)
     if isinstance(value, SymIntValue):
         SymInt.Start(builder)
@@ -352,7 +354,7 @@ def _read_value(entry) -> Value:
             raise ValueError(f"unknown dtype code {tensor.Dtype()}") from None
         sizes = tuple(tensor.Sizes(i) for i in range(tensor.SizesLength()))
         min_sizes = tuple(tensor.MinSizes(i) for i in range(tensor.MinSizesLength()))
-        return TensorValue(dtype, sizes, tensor.ConstantId(), tensor.MemObjId(), min_sizes)
+        return TensorValue(dtype, sizes, tensor.ConstantId(), tensor.MemObjId(), min_sizes, tensor.State())
     scalars = {FbValue.Value.SymInt: (SymInt.SymInt, SymIntValue), FbValue.Value.Int: (Int.Int, IntValue),
                FbValue.Value.Double: (Double.Double, DoubleValue), FbValue.Value.Bool: (Bool.Bool, BoolValue)}
     if kind in scalars:
@@ -456,8 +458,10 @@ def _validate_graph(graph: GraphIR) -> None:
                     raise ValueError(
                         f"value {i}: mem_obj_id {value.mem_obj_id} out of range ({graph.num_mem_objs} memory objects)"
                     )
-                if value.constant_id != -1 or i in io_ids:
-                    raise ValueError(f"value {i}: graph inputs, outputs and constants cannot share memory")
+                if value.constant_id != -1 or value.state or i in io_ids:
+                    raise ValueError(f"value {i}: graph inputs, outputs, constants and state cannot share memory")
+            if value.state and i in io_ids:
+                raise ValueError(f"value {i}: a state tensor cannot be a graph input or output")
             if value.constant_id != -1:
                 if not 0 <= value.constant_id < len(graph.constants):
                     raise ValueError(
@@ -499,7 +503,8 @@ def _validate_dataflow(graph: GraphIR) -> None:
     """
     input_ids = set(graph.input_ids)
     written = input_ids | {
-        i for i, value in enumerate(graph.values) if isinstance(value, TensorValue) and value.constant_id != -1
+        i for i, value in enumerate(graph.values)
+        if isinstance(value, TensorValue) and (value.constant_id != -1 or value.state)
     }
 
     used = set()

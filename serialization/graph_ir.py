@@ -47,6 +47,9 @@ class TensorValue:
     mem_obj_id: int = -1
     # Graph inputs: the smallest sizes an execute may give; () means no lower bound.
     min_sizes: Tuple[int, ...] = ()
+    # State across executes (a KV cache): initialized from its constant (zeros
+    # without one), written in place by its one updating op (schema.fbs).
+    state: bool = False
 
     @property
     def nbytes(self) -> int:

@@ -51,6 +51,8 @@ def _format_value(value: Value) -> str:
             text += f" mem_obj {value.mem_obj_id}"
         if value.min_sizes:
             text += f" min {list(value.min_sizes)}"
+        if value.state:
+            text += " state"
         return text
     return f"{type(value).__name__.removesuffix('Value')} {_format_content(value)}"
 

@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp
+from vkdelegate.quant.library import conv2d_clamp, rope
 
 
 @dataclass(frozen=True)
@@ -1006,6 +1006,38 @@ def _index_select_samples() -> List[SampleCase]:
 
 
 @_seeded
+def _rope_samples() -> List[SampleCase]:
+    return [
+        SampleCase("heads4_t5_d8", _Call(lambda x, c, s: rope.default(x, c, s)),
+                   (_values(1, 4, 5, 8), _values(5, 8), _values(5, 8))),
+        SampleCase("rank2_t1_d2", _Call(lambda x, c, s: rope.default(x, c, s)), (_values(1, 2), _values(1, 2), _values(1, 2))),
+    ]
+
+
+class _StateWrite(torch.nn.Module):
+    """A buffer written in place at positions (index_copy_ and `buffer[..., positions] = values` export
+    to index_put), then read."""
+
+    def __init__(self, shape, dim: int, dtype=torch.float32):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("state", torch.zeros(shape, dtype=dtype))
+
+    def forward(self, values, positions):
+        torch.ops.aten.index_put_(self.state, [None] * self.dim + [positions], values)
+        return self.state * 2
+
+
+@_seeded
+def _index_put_samples() -> List[SampleCase]:
+    return [
+        SampleCase("cache_dim2", _StateWrite((1, 2, 9, 4), 2), (_values(1, 2, 3, 4), torch.tensor([6, 0, 2]))),
+        SampleCase("dim0_int32_index", _StateWrite((5, 3), 0), (_values(2, 3), torch.tensor([4, 1], dtype=torch.int32))),
+        SampleCase("int64_state", _StateWrite((4, 6), 1, torch.int64), (_ints(4, 2), torch.tensor([5, 3]))),
+    ]
+
+
+@_seeded
 def _gather_samples() -> List[SampleCase]:
     return [
         SampleCase("dim1_7x13", _Call(lambda x, i: x.gather(1, i)), (_values(7, 13), torch.randint(0, 13, (7, 5)))),
@@ -1384,6 +1416,8 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "roll": _roll_samples,
     "unfold_copy": _unfold_samples,
     "index_select": _index_select_samples,
+    "index_put": _index_put_samples,
+    "rope": _rope_samples,
     "gather": _gather_samples,
     "index": _index_tensor_samples,
     "embedding": _embedding_samples,

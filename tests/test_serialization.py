@@ -238,8 +238,10 @@ def test_garbage_flatbuffer_is_rejected():
         (lambda g: g.add_constant(bytes(4)), "1 constants belong to no tensor"),
         (lambda g: g.output_ids.append(4), "graph output 4 is not a tensor"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2,), mem_obj_id=1)), "mem_obj_id 1 out of range"),
-        (lambda g: g.output_ids.append(_planned_id(g)), "graph inputs, outputs and constants cannot share"),
+        (lambda g: g.output_ids.append(_planned_id(g)), "graph inputs, outputs, constants and state cannot share"),
         (lambda g: g.values.append(TensorValue(DType.float32, (2, 3), min_sizes=(3, 1))), "min_sizes"),
+        (lambda g: g.output_ids.append(g.add_value(TensorValue(DType.float32, (2,), state=True))),
+         "a state tensor cannot be a graph input or output"),
         # Dataflow: the planned tensor (mm writes it) and graph output 0 (relu writes it)
         # are intermediates; graph input 0 and the constants are written by the graph.
         (lambda g: g.chain.insert(0, OpCall("aten.relu.default", (_planned_id(g), _new_tensor(g)))),

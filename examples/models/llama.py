@@ -1,7 +1,16 @@
 """A small Llama-style decoder: token embedding, pre-norm RMSNorm layers with
 rotary position embeddings and grouped-query causal attention, SiLU-gated MLP,
-final norm and LM head. A forward over a fixed-length sequence of token ids.
-Seeded random weights."""
+final norm and LM head. Seeded random weights.
+
+Two forwards:
+- forward(tokens): a causal pass over a whole sequence, no cache;
+- forward(tokens, input_pos) with kv_cache=True: tokens [1, T] at the positions
+  input_pos [T] (int64, what ExecuTorch's LLM runner passes), keys and values
+  written into per-layer cache buffers [1, kv_heads, max_seq_len, head_dim] at
+  those positions, attention over the whole cache with a mask from the positions.
+  The positions are data, never a shape: one exported program serves prefill
+  (T up to max_seq_len) and decode (T = 1), and a decode step changes no size.
+"""
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -13,22 +22,33 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads, kv_heads):
+    def __init__(self, dim, heads, kv_heads, cache_len=0):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
         self.wq = nn.Linear(dim, heads * self.head_dim, bias=False)
         self.wk = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
         self.wv = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
         self.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
+        if cache_len:
+            # Not in the state dict: weights load by name without them.
+            shape = (1, kv_heads, cache_len, self.head_dim)
+            self.register_buffer("k_cache", torch.zeros(shape), persistent=False)
+            self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, cos, sin, input_pos=None, mask=None):
         b, t, _ = x.shape
         q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        if input_pos is None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            # In place, at the positions (data): the cache's size never changes.
+            self.k_cache.index_copy_(2, input_pos, k)
+            self.v_cache.index_copy_(2, input_pos, v)
+            out = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask, enable_gqa=True)
         return self.wo(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -44,25 +64,30 @@ class FeedForward(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, dim, heads, kv_heads, hidden, eps):
+    def __init__(self, dim, heads, kv_heads, hidden, eps, cache_len=0):
         super().__init__()
         self.attention_norm = nn.RMSNorm(dim, eps=eps)
-        self.attention = Attention(dim, heads, kv_heads)
+        self.attention = Attention(dim, heads, kv_heads, cache_len)
         self.ffn_norm = nn.RMSNorm(dim, eps=eps)
         self.feed_forward = FeedForward(dim, hidden)
 
-    def forward(self, x, cos, sin):
-        x = x + self.attention(self.attention_norm(x), cos, sin)
+    def forward(self, x, cos, sin, input_pos=None, mask=None):
+        x = x + self.attention(self.attention_norm(x), cos, sin, input_pos, mask)
         return x + self.feed_forward(self.ffn_norm(x))
 
 
 class Llama(nn.Module):
     def __init__(self, vocab=1000, dim=256, layers=4, heads=8, kv_heads=2, hidden=768, max_seq_len=128,
-                 rope_theta=10000.0, eps=1e-5, seed=0):
+                 rope_theta=10000.0, eps=1e-5, seed=0, kv_cache=False):
         super().__init__()
         torch.manual_seed(seed)
+        self.max_seq_len = max_seq_len
+        self.kv_cache = kv_cache
+        cache_len = max_seq_len if kv_cache else 0
         self.tok_embeddings = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden, eps) for _ in range(layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(dim, heads, kv_heads, hidden, eps, cache_len) for _ in range(layers)
+        )
         self.norm = nn.RMSNorm(dim, eps=eps)
         self.output = nn.Linear(dim, vocab, bias=False)
         # Rotary tables for every position, rotate-half layout: [max_seq_len, head_dim].
@@ -73,13 +98,27 @@ class Llama(nn.Module):
         self.register_buffer("rope_cos", angles.cos(), persistent=False)
         self.register_buffer("rope_sin", angles.sin(), persistent=False)
 
-    def forward(self, tokens):
-        t = tokens.shape[1]
-        cos, sin = self.rope_cos[:t], self.rope_sin[:t]
+    def forward(self, tokens, input_pos=None):
+        """Logits [1, T, vocab]. With input_pos (kv_cache=True): the tokens' positions [T], int64."""
+        mask = None
+        if input_pos is None:
+            t = tokens.shape[1]
+            cos, sin = self.rope_cos[:t], self.rope_sin[:t]
+        else:
+            if not self.kv_cache:
+                raise ValueError("input_pos given, but this Llama was built without kv_cache=True")
+            cos, sin = self.rope_cos[input_pos], self.rope_sin[input_pos]
+            # Query i sees the cache entries at positions <= input_pos[i].
+            mask = torch.arange(self.max_seq_len, device=tokens.device)[None, :] <= input_pos[:, None]
         x = self.tok_embeddings(tokens)
         for layer in self.layers:
-            x = layer(x, cos, sin)
+            x = layer(x, cos, sin, input_pos, mask)
         return self.output(self.norm(x))
+
+    def reset_cache(self):
+        for layer in self.layers:
+            layer.attention.k_cache.zero_()
+            layer.attention.v_cache.zero_()
 
     @staticmethod
     def example_inputs(batch=1, seq=32, vocab=1000):

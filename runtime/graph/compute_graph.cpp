@@ -221,12 +221,17 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         if (out.mem_obj_id >= 0 && out.constant_id >= 0) {
           throw GraphError(where + ": a constant cannot be in a shared memory object");
         }
+        out.is_state = t->state();
+        if (out.is_state && out.mem_obj_id >= 0) {
+          throw GraphError(where + ": a state tensor cannot be in a shared memory object");
+        }
         if (out.mem_obj_id >= 0) {
           out.storage = out.mem_obj_id;
         } else {
           out.storage = static_cast<int>(storages_.size());
           storages_.emplace_back();
-          storages_.back().is_constant = out.constant_id >= 0;
+          storages_.back().is_constant = out.constant_id >= 0 && !out.is_state;
+          storages_.back().is_state = out.is_state;
         }
         values_.emplace_back(std::move(out));
         break;
@@ -286,6 +291,10 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
       check_id(id, what);
       if (!std::holds_alternative<Tensor>(values_[id])) {
         throw GraphError(std::string(what) + " " + std::to_string(id) + " is not a tensor");
+      }
+      if (std::get<Tensor>(values_[id]).is_state) {
+        throw GraphError(std::string(what) + " " + std::to_string(id) +
+                         " is a state tensor, which the graph keeps to itself");
       }
       if (std::get<Tensor>(values_[id]).mem_obj_id >= 0) {
         throw GraphError(std::string(what) + " " + std::to_string(id) +
@@ -351,6 +360,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   }
   allocate();
   upload_constants(view.constants, view.constants_size, graph);
+  zero_state();
   create_descriptors();
   stream_ = std::make_unique<CommandStream>(ctx_);
 }
@@ -366,7 +376,7 @@ void ComputeGraph::check_dataflow(const void* fb_graph) {
   for (int id : input_ids_) written[id] = true;
   for (size_t id = 0; id < values_.size(); ++id) {
     const auto* t = std::get_if<Tensor>(&values_[id]);
-    if (t && t->constant_id >= 0) written[id] = true;
+    if (t && (t->constant_id >= 0 || t->is_state)) written[id] = true;
   }
   auto is_data = [this](int id) {
     return std::holds_alternative<Tensor>(values_[id]) || std::holds_alternative<SymInt>(values_[id]);
@@ -599,6 +609,38 @@ int ComputeGraph::add_fault_slot() {
   return id;
 }
 
+void ComputeGraph::alias_state(int out, int state) {
+  Tensor& s = tensor(state);
+  Tensor& o = tensor(out);
+  if (!s.is_state) {
+    fail("updates its first argument in place, so that argument must be a state tensor (a mutable buffer "
+         "the delegate owns, such as a KV cache)");
+  }
+  if (s.dtype != o.dtype) fail("the output's dtype differs from the state's");
+  if (o.constant_id >= 0 || o.mem_obj_id >= 0 || o.is_state) {
+    fail("the output of an in-place update must be a plain tensor outside the memory plan");
+  }
+  if (o.max_sizes != s.max_sizes) {
+    fail("the output's sizes " + sizes_str(o.max_sizes) + " differ from the state's " + sizes_str(s.max_sizes));
+  }
+  for (const Node& n : nodes_) {
+    for (int id : n.tensors) {
+      if (id != state) continue;
+      // Earlier readers of the state would see it after the update: the graph
+      // must read the state only through the update's output.
+      fail("state value " + std::to_string(state) + " is read by " + n.op + " before its update");
+    }
+  }
+  for (const auto& v : values_) {
+    if (const auto* t = std::get_if<Tensor>(&v); t && t->view_of == state && t->is_view) {
+      fail("state value " + std::to_string(state) + " is updated twice");
+    }
+  }
+  o.storage = s.storage;
+  o.is_view = true;
+  o.view_of = state;
+}
+
 Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, UpdateFn update) {
   Tensor& o = tensor(out);
   Tensor& i = tensor(in);
@@ -649,7 +691,7 @@ void ComputeGraph::allocate() {
     if (const auto* t = std::get_if<Tensor>(&v)) {
       Storage& s = storages_[t->storage];
       s.nbytes = std::max<VkDeviceSize>(s.nbytes, t->max_storage_nbytes());
-      s.is_constant = s.is_constant || t->constant_id >= 0;
+      s.is_constant = s.is_constant || (t->constant_id >= 0 && !t->is_state);
     }
   }
   if (fault_storage_ >= 0) {
@@ -772,6 +814,25 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       0, 1, &barrier, 0, nullptr, 0, nullptr);
+  stream.end();
+  stream.submit_and_wait();
+}
+
+void ComputeGraph::zero_state() {
+  std::vector<const Storage*> zeros;
+  for (const auto& v : values_) {
+    const auto* t = std::get_if<Tensor>(&v);
+    if (t && t->is_state && t->constant_id < 0 && !t->is_view) zeros.push_back(&storages_[t->storage]);
+  }
+  if (zeros.empty()) return;
+  CommandStream stream(ctx_);
+  VkCommandBuffer cmd = stream.begin();
+  for (const Storage* s : zeros) vkCmdFillBuffer(cmd, s->buffer->handle(), 0, VK_WHOLE_SIZE, 0);
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        0, 1, &barrier, 0, nullptr, 0, nullptr);
   stream.end();
@@ -1036,6 +1097,7 @@ void ComputeGraph::record() {
                  VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
   stream_->end();
   recorded_ = true;
+  ++num_records_;
 }
 
 void ComputeGraph::set_input_sizes(size_t i, const Sizes& sizes) {
@@ -1095,6 +1157,7 @@ void ComputeGraph::execute() {
   }
   if (!recorded_) record();
   stream_->submit_and_wait();
+  ++num_executes_;
   if (profiling_) read_timings();
   check_faults();
 }
@@ -1200,6 +1263,7 @@ MemoryReport ComputeGraph::memory_report() const {
     if (!s.buffer) continue;
     r.num_storages += 1;
     (s.is_constant ? r.constant_bytes : r.intermediate_bytes) += s.buffer->size();
+    if (s.is_state) r.state_bytes += s.buffer->size();
     if (s.is_shared) {
       r.planned_bytes += s.buffer->size();
       r.num_shared_objects += 1;

@@ -61,6 +61,7 @@ struct Storage {
   bool is_output = false;
   bool is_constant = false;
   bool is_shared = false;  // a memory object of the plan, for several tensors
+  bool is_state = false;   // a state tensor's: kept across executes, never the host's
   std::unique_ptr<Buffer> buffer;
   std::unique_ptr<Buffer> staging;  // for inputs/outputs whose buffer the host cannot map
 };
@@ -70,6 +71,7 @@ struct MemoryReport {
   uint64_t planned_bytes = 0;       // of which: the shared memory objects of the plan
   uint64_t unshared_bytes = 0;      // what the planned tensors would take with a buffer each
   uint64_t constant_bytes = 0;
+  uint64_t state_bytes = 0;         // of intermediate_bytes: state kept across executes (KV caches)
   uint64_t staging_bytes = 0;       // host-visible copies of inputs and outputs
   uint64_t params_bytes = 0;
   uint64_t num_storages = 0;        // device buffers, constants included
@@ -124,6 +126,10 @@ class ComputeGraph {
   // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
   // unchecked variant then. Take references to values only after this call.
   int add_fault_slot();
+  // An op that updates a state tensor in place (index_put into a KV cache): its
+  // output value becomes the state tensor's storage, so the node that writes it
+  // writes the state, and later readers of the output read the updated state.
+  void alias_state(int out, int state);
   // Adds a node without a dispatch whose output shares the storage of its input.
   // Memory planning must have put both in one object (OpEntry.aliases_input).
   Node& add_view_node(const std::string& op, int out, int in, UpdateFn update);
@@ -158,6 +164,10 @@ class ComputeGraph {
   // Barrier placement: dispatches and compute barriers of the last recording.
   size_t num_dispatches() const { return num_dispatches_; }
   size_t num_barriers() const { return num_barriers_; }
+  // Command buffer recordings and executes since load: a decode step whose sizes
+  // did not change replays (records stays put).
+  uint64_t num_records() const { return num_records_; }
+  uint64_t num_executes() const { return num_executes_; }
 
  private:
   ComputeGraph(Context& ctx, const Settings& settings);
@@ -170,6 +180,8 @@ class ComputeGraph {
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
+  // State tensors without an initial constant start as zeros.
+  void zero_state();
   void create_descriptors();
   void propagate_sizes();
   void record();
@@ -191,6 +203,8 @@ class ComputeGraph {
   void dispatch(VkCommandBuffer cmd, const Node& node);
   size_t num_dispatches_ = 0;
   size_t num_barriers_ = 0;
+  uint64_t num_records_ = 0;
+  uint64_t num_executes_ = 0;
 
   Context& ctx_;
   const Settings settings_;

@@ -75,7 +75,8 @@ struct Tensor {
   int storage = -1; // index into the graph's storages
   int constant_id = -1;
   int mem_obj_id = -1;  // shared memory object from memory planning, or -1
-  bool is_view = false; // shares the storage of another tensor (add_view_node)
+  bool is_view = false; // shares the storage of another tensor (add_view_node, alias_state)
+  bool is_state = false; // lives across executes (schema.fbs Tensor.state): a KV cache
   int view_of = -1;     // that tensor's value id
 
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }

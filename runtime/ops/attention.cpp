@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "op_utils.h"
-#include "shader_params.h"  // SdpaParams, RmsNormParams: glsl/sdpa.glsl, rms_norm.glsl
+#include "shader_params.h"  // SdpaParams, RmsNormParams, RopeParams: glsl/sdpa.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
 
@@ -125,9 +125,30 @@ void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
              });
 }
 
+// et_vk.vkd_rope(x, cos, sin): x [..., T, D], cos and sin [T, D] (backends/rope_fusion.py).
+void add_rope(ComputeGraph& g, const OpArgs& a) {
+  const int x = a.at(0), cos = a.at(1), sin = a.at(2), out = a.back();
+  require_float_same(g, {out, x, cos, sin});
+  g.add_node(g.current_op(), variant(g, "rope", x), kLocal1D, {out, x, cos, sin},
+             [=](ComputeGraph& g, Node& node) {
+               const Tensor& t = g.tensor(x);
+               const Sizes& c = g.tensor(cos).sizes;
+               if (t.dim() < 2 || c.size() != 2 || g.tensor(sin).sizes != c || c[0] != t.sizes[t.dim() - 2] ||
+                   c[1] != t.sizes[t.dim() - 1] || c[1] % 2 != 0) {
+                 g.fail("x " + sizes_str(t.sizes) + " needs cos and sin of its last two sizes [T, D], D even; got " +
+                        sizes_str(c) + " and " + sizes_str(g.tensor(sin).sizes));
+               }
+               g.tensor(out).sizes = t.sizes;
+               node.set_params(RopeParams{static_cast<int32_t>(t.numel()), static_cast<int32_t>(c[1]),
+                                          static_cast<int32_t>(std::max<int64_t>(c[0], 1)), 0});
+               node.set_groups_1d(t.numel(), kLocal1D[0]);
+             });
+}
+
 }  // namespace
 
 VKD_REGISTER_OPS(register_attention_ops) {
+  register_op("et_vk.vkd_rope.default", add_rope);
   register_op("aten.scaled_dot_product_attention.default", add_sdpa);
   register_op("aten.rms_norm.default", add_rms_norm);
 }

@@ -72,6 +72,14 @@ py::dict device_memory() {
   return d;
 }
 
+py::dict execute_stats(const ComputeGraph& g) {
+  py::dict d;
+  d["executes"] = g.num_executes();
+  d["records"] = g.num_records();
+  d["dispatches"] = g.num_dispatches();
+  return d;
+}
+
 py::dict memory_report(const ComputeGraph& g) {
   const MemoryReport r = g.memory_report();
   py::dict d;
@@ -79,6 +87,7 @@ py::dict memory_report(const ComputeGraph& g) {
   d["planned_bytes"] = r.planned_bytes;
   d["unshared_bytes"] = r.unshared_bytes;
   d["constant_bytes"] = r.constant_bytes;
+  d["state_bytes"] = r.state_bytes;
   d["staging_bytes"] = r.staging_bytes;
   d["params_bytes"] = r.params_bytes;
   d["num_storages"] = r.num_storages;
@@ -336,6 +345,13 @@ PYBIND11_MODULE(_vkdelegate, m) {
     for (ComputeGraph* g : live_graphs()) l.append(memory_report(*g));
     return l;
   }, "Memory report of every delegate currently loaded through ExecuTorch.");
+  m.def("loaded_execute_stats", [] {
+    py::list l;
+    for (ComputeGraph* g : live_graphs()) l.append(execute_stats(*g));
+    return l;
+  }, "Of every delegate currently loaded through ExecuTorch (in load order): {'executes', 'records', "
+     "'dispatches'}: how many executes since load, how many of them recorded the command buffer (new "
+     "input sizes) rather than replaying it, and the dispatches of the last recording.");
   m.def("loaded_shaders", [] {
     py::list l;
     for (ComputeGraph* g : live_graphs()) l.append(shaders(*g));
@@ -360,6 +376,8 @@ PYBIND11_MODULE(_vkdelegate, m) {
            "the shader variant of each dispatch, in order")
       .def("timings", [](ComputeGraph& g) { return with_graph_lock(g, timings); },
            "(op, output sizes, microseconds) of each dispatch of the last run")
+      .def("execute_stats", [](ComputeGraph& g) { return with_graph_lock(g, execute_stats); },
+           "{'executes', 'records', 'dispatches'} since load (see loaded_execute_stats)")
       .def("barrier_stats", [](ComputeGraph& g) {
         return with_graph_lock(g, [](ComputeGraph& g) {
           return py::make_tuple(g.num_dispatches(), g.num_barriers());

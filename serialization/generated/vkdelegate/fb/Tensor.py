@@ -103,7 +103,14 @@ class Tensor(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(12))
         return o == 0
 
-def TensorStart(builder): builder.StartObject(5)
+    # Tensor
+    def State(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(14))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def TensorStart(builder): builder.StartObject(6)
 def Start(builder):
     return TensorStart(builder)
 def TensorAddDtype(builder, dtype): builder.PrependInt8Slot(0, dtype, 0)
@@ -127,6 +134,9 @@ def AddMinSizes(builder, minSizes):
 def TensorStartMinSizesVector(builder, numElems): return builder.StartVector(8, numElems, 8)
 def StartMinSizesVector(builder, numElems):
     return TensorStartMinSizesVector(builder, numElems)
+def TensorAddState(builder, state): builder.PrependBoolSlot(5, state, 0)
+def AddState(builder, state):
+    return TensorAddState(builder, state)
 def TensorEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorEnd(builder)
