@@ -99,15 +99,14 @@ def _f16(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
 
 
 def _nibbles(qs: torch.Tensor) -> torch.Tensor:
-    """[..., b] bytes -> [..., 2, b]: low nibbles, then high nibbles."""
-    q = qs.to(torch.int32)
-    return torch.stack([q & 0xF, q >> 4], dim=-2)
+    """[..., b] bytes -> [..., 2, b] (uint8): low nibbles, then high nibbles."""
+    return torch.stack([qs & 0xF, qs >> 4], dim=-2)
 
 
 def _dequant_q4_0(b: torch.Tensor) -> torch.Tensor:
     d = _f16(b[:, 0], b[:, 1])[:, None]
     q = _nibbles(b[:, 2:18]).reshape(-1, 32)
-    return d * (q - 8).to(torch.float32)
+    return d * (q.to(torch.float32) - 8)
 
 
 def _dequant_q4_1(b: torch.Tensor) -> torch.Tensor:
@@ -270,11 +269,14 @@ class GGUFLinear(torch.nn.Module):
 
 class GGUFEmbedding(torch.nn.Module):
     """nn.Embedding's forward on a weight [num_embeddings, embedding_dim] kept as raw
-    GGUF blocks (int32 words, see pack_words). `words` may be another module's
-    (a tied LM head's GGUFLinear.weight): the blocks are then stored once."""
+    GGUF blocks (int32 words, see pack_words), in its buffer `weight`; or, tied
+    (`tie_to`), in the buffer of an LM head's GGUFLinear: the blocks are then one
+    tensor of the model's state (an exported program has one constant, not an
+    unused second one)."""
 
     def __init__(self, words: torch.Tensor, ggml_type: int, num_embeddings: int, embedding_dim: int):
         super().__init__()
+        self._tied = None
         error = shape_error(ggml_type, num_embeddings, embedding_dim)
         if error:
             raise ValueError(error)
@@ -287,6 +289,19 @@ class GGUFEmbedding(torch.nn.Module):
         self.embedding_dim = int(embedding_dim)
         self.register_buffer("weight", words)
 
+    def tie_to(self, linear: "GGUFLinear") -> None:
+        """Reads the blocks from `linear` (same format and sizes) and drops this module's own buffer."""
+        if (linear.ggml_type, linear.out_features, linear.in_features) != (
+                self.ggml_type, self.num_embeddings, self.embedding_dim):
+            raise ValueError(f"cannot tie a {self.format.name} embedding [{self.num_embeddings}, "
+                             f"{self.embedding_dim}] to {linear}")
+        del self._buffers["weight"]
+        object.__setattr__(self, "_tied", linear)  # not a submodule: its state stays the linear's
+
+    def words(self) -> torch.Tensor:
+        """The int32 words of the blocks (this module's, or the tied linear's)."""
+        return self._tied.weight if self._tied is not None else self.weight
+
     @classmethod
     def from_blocks(cls, blocks: torch.Tensor, ggml_type: int, num_embeddings: int, embedding_dim: int):
         return cls(pack_words(blocks), ggml_type, num_embeddings, embedding_dim)
@@ -297,13 +312,15 @@ class GGUFEmbedding(torch.nn.Module):
 
     def dequantized_weight(self) -> torch.Tensor:
         nbytes = weight_nbytes(self.ggml_type, self.num_embeddings, self.embedding_dim)
-        return dequantize(unpack_bytes(self.weight, nbytes), self.ggml_type, self.num_embeddings, self.embedding_dim)
+        return dequantize(unpack_bytes(self.words(), nbytes), self.ggml_type, self.num_embeddings,
+                          self.embedding_dim)
 
     def forward(self, indices):
-        return embedding_gguf(self.weight, indices, self.ggml_type, self.num_embeddings, self.embedding_dim)
+        return embedding_gguf(self.words(), indices, self.ggml_type, self.num_embeddings, self.embedding_dim)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}, format={self.format.name}"
+        tied = ", tied to an LM head" if self._tied is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}, format={self.format.name}{tied}"
 
 
 def random_blocks(ggml_type: int, n: int, k: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from . import pypi_gguf
+from .gguf_file import GGUFFile
 from .gguf_linear import FORMATS, FORMATS_BY_NAME, GGUFEmbedding, GGUFLinear, dequantize, shape_error
 
 # A name map sends a GGUF tensor name to "module.path.param" of the model, or to
@@ -34,9 +35,12 @@ class GGUFLoadReport:
 
 
 def _reader(gguf_file):
+    """A GGUFFile of a path; a GGUFFile or gguf.GGUFReader as it is."""
     gguf = pypi_gguf.load()
 
-    return gguf_file if isinstance(gguf_file, gguf.GGUFReader) else gguf.GGUFReader(str(gguf_file))
+    if isinstance(gguf_file, (GGUFFile, gguf.GGUFReader)):
+        return gguf_file
+    return GGUFFile(gguf_file)
 
 
 def _type_name(tensor) -> str:
@@ -91,7 +95,7 @@ def _targets(name_map: NameMap, name: str) -> List[Tuple[str, Optional[torch.Ten
 
 def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] = None,
                       strict: bool = True, quantized_embeddings: bool = True) -> GGUFLoadReport:
-    """Puts the tensors of a GGUF file (a path or a gguf.GGUFReader) into `model`, in place.
+    """Puts the tensors of a GGUF file (a path, a GGUFFile or a gguf.GGUFReader) into `model`, in place.
 
     A quantized (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) weight of an nn.Linear replaces that
     linear with a GGUFLinear holding the raw blocks (its forward is
@@ -149,6 +153,7 @@ def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] =
             loaded.add(path)
     for path, tensor, rows in pending:
         _load_float(model, path, tensor, rows, report)
+    _tie_embeddings(model)
     missing = [name for name in expected if name not in loaded]
     if strict and missing:
         raise ValueError(f"the GGUF file gives nothing for {', '.join(missing)} (wrong name map? "
@@ -168,6 +173,14 @@ def _quantized_linear(tensor, module_path: str, module: nn.Linear, rows: Optiona
         return GGUFLinear(blocks, FORMATS_BY_NAME[_type_name(tensor)].ggml_type, n, k, bias)
     except ValueError as error:
         raise ValueError(f"GGUF tensor {tensor.name} ({module_path}): {error}") from None
+
+
+def _tie_embeddings(model: nn.Module) -> None:
+    """A GGUFEmbedding whose words are a GGUFLinear's reads them from it (one tensor of state)."""
+    linears = {id(m.weight): m for m in model.modules() if isinstance(m, GGUFLinear)}
+    for module in model.modules():
+        if isinstance(module, GGUFEmbedding) and module._tied is None and id(module.weight) in linears:
+            module.tie_to(linears[id(module.weight)])
 
 
 def _quantized_embedding(tensor, module_path: str, module: nn.Embedding, words) -> GGUFEmbedding:

@@ -11,7 +11,7 @@ import json
 import os
 from typing import Dict, List, Optional
 
-from . import pypi_gguf
+from .gguf_loader import _reader
 
 # ggml token types (llama.cpp's llama_token_type)
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
@@ -28,9 +28,6 @@ _PRE_TOKENIZERS = {
 }
 
 
-def _reader(gguf_file):
-    gguf = pypi_gguf.load()
-    return gguf_file if isinstance(gguf_file, gguf.GGUFReader) else gguf.GGUFReader(str(gguf_file))
 
 
 def _field(reader, key, default=None, required=True):

@@ -254,11 +254,15 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     model = _tiny_llama()
     report = load_gguf_linears(model, path, llama_cpp_names(model, path, permuted_qk=False))
     assert report.quantized["output"] == report.quantized["tok_embeddings"] == "Q8_0"
-    assert model.output.weight is model.tok_embeddings.weight  # one copy of the blocks
+    assert model.output.weight is model.tok_embeddings.words()  # one copy of the blocks
+    assert [name for name, _ in model.named_buffers() if "weight" in name and "layers" not in name] == ["output.weight"]
     torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.dequantized_weight(),
                                rtol=0, atol=0)
-    # Lowered, the shared blocks are one constant of the delegate.
+    # Lowered, the shared blocks are one input of the program (tests/test_smollm.py checks the size).
     (tokens,) = Llama.example_inputs(batch=1, seq=5, vocab=LLAMA["vocab"])
+    program = torch.export.export(model, (tokens,))
+    assert [spec.target for spec in program.graph_signature.input_specs if "output" in str(spec.target)
+            or "tok_embeddings" in str(spec.target)] == ["output.weight"]
     em = lower(model, (tokens,))
     assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
     out = run_pte(em.to_executorch().buffer, (tokens,))[0]
