@@ -3,12 +3,18 @@
 // W [N, K] is the raw GGUF blocks of one tensor, row after row, in a buffer of
 // 32-bit words (gguf_blocks.glslh decodes them in chunks of 32 weights); sums
 // accumulate in float.
-// Two paths, picked per dispatch by p.gemv: M <= 4 (decode): one workgroup
-// per output feature, its invocations splitting K; larger M (prefill): 32 x 32
-// output tiles, each chunk of weights decoded once into shared memory.
+// Two paths, picked per dispatch by p.gemv: M <= 4 (decode): a workgroup per
+// 4 output features, its invocations splitting K; larger M (prefill): 32 x 32
+// output tiles, each chunk of weights decoded once into shared memory. The _sg
+// variants reduce the gemv sums with subgroup arithmetic.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+// subgroup-variants
 #include "common.glslh"
+#if WG_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 // dtypes: f32
@@ -31,41 +37,67 @@ layout(set = 0, binding = 4) uniform Params {
 #include "gguf_blocks.glslh"
 
 const uint GEMV_ROWS = 4u;  // the gemv path's largest M
+const uint GEMV_COLS = 4u;  // output features per gemv workgroup
+const uint GEMV_SUMS = GEMV_ROWS * GEMV_COLS;
 const uint TILE = 32u;      // the tiled path's output tile (TILE x TILE, 64 invocations)
 
-shared float partial[GEMV_ROWS][gl_WorkGroupSize.x];
+shared float partial[GEMV_SUMS][gl_WorkGroupSize.x];  // [sum][subgroup], or [sum][invocation]
 shared float w_tile[TILE][TILE + 1u];  // [k][n]
 shared float x_tile[TILE][TILE + 1u];  // [k][m]
 
 float bias_of(uint n) { return p.has_bias != 0 ? float(bias_data[n]) : 0.0; }
 
+// GEMV_COLS output features n0.. per workgroup; its invocations split K by chunks,
+// each decoding a chunk of every feature, then the M x GEMV_COLS sums are reduced
+// across the workgroup at once (one barrier with subgroup arithmetic, a tree of
+// log2(workgroup size) barriers without).
 void gemv() {
-  const uint n = flat_group();
-  if (n >= uint(p.N)) return;  // the whole workgroup
+  const uint n0 = flat_group() * GEMV_COLS;
+  if (n0 >= uint(p.N)) return;  // the whole workgroup
   const uint tid = gl_LocalInvocationID.x;
-  const uint M = uint(p.M), K = uint(p.K);
-  float acc[GEMV_ROWS];
-  for (uint m = 0u; m < GEMV_ROWS; ++m) acc[m] = 0.0;
+  const uint M = uint(p.M), K = uint(p.K), N = uint(p.N);
+  const uint cols = min(GEMV_COLS, N - n0);
+  float acc[GEMV_SUMS];
+  for (uint i = 0u; i < GEMV_SUMS; ++i) acc[i] = 0.0;
+  // Constant loop bounds: acc stays in registers.
   for (uint c = tid; c < uint(p.chunks); c += gl_WorkGroupSize.x) {
-    float w[32];
-    decode(n, c, uint(p.blocks_per_row), w);
-    for (uint m = 0u; m < M; ++m) {
-      const uint xo = m * K + c * 32u;
-      float s = 0.0;
-      for (uint l = 0u; l < 32u; ++l) s += w[l] * float(x_data[xo + l]);
-      acc[m] += s;
+    for (uint j = 0u; j < GEMV_COLS; ++j) {
+      if (j >= cols) break;
+      float w[32];
+      decode(n0 + j, c, uint(p.blocks_per_row), w);
+      for (uint m = 0u; m < GEMV_ROWS; ++m) {
+        if (m >= M) break;
+        const uint xo = m * K + c * 32u;
+        float s = 0.0;
+        for (uint l = 0u; l < 32u; ++l) s += w[l] * float(x_data[xo + l]);
+        acc[m * GEMV_COLS + j] += s;
+      }
     }
   }
-  for (uint m = 0u; m < GEMV_ROWS; ++m) partial[m][tid] = acc[m];
+#if WG_SUBGROUP
+  for (uint i = 0u; i < GEMV_SUMS; ++i) {
+    const float v = subgroupAdd(acc[i]);
+    if (subgroupElect()) partial[i][gl_SubgroupID] = v;
+  }
+  barrier();
+  if (tid < GEMV_SUMS) {
+    float r = 0.0;
+    for (uint g = 0u; g < gl_NumSubgroups; ++g) r += partial[tid][g];
+    partial[tid][0] = r;
+  }
+#else
+  for (uint i = 0u; i < GEMV_SUMS; ++i) partial[i][tid] = acc[i];
   barrier();
   for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride >>= 1) {
     if (tid < stride) {
-      for (uint m = 0u; m < GEMV_ROWS; ++m) partial[m][tid] += partial[m][tid + stride];
+      for (uint i = 0u; i < GEMV_SUMS; ++i) partial[i][tid] += partial[i][tid + stride];
     }
     barrier();
   }
-  if (tid == 0u) {
-    for (uint m = 0u; m < M; ++m) out_data[m * uint(p.N) + n] = T(partial[m][0] + bias_of(n));
+#endif
+  if (tid < GEMV_SUMS) {
+    const uint m = tid / GEMV_COLS, j = tid % GEMV_COLS;
+    if (m < M && j < cols) out_data[m * N + n0 + j] = T(partial[tid][0] + bias_of(n0 + j));
   }
 }
 

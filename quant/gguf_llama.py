@@ -53,18 +53,24 @@ def dequantized_copy(model: nn.Module) -> nn.Module:
     the delegate's output is compared against, and fast eager generation (the GGUF
     modules' eager forwards dequantize their blocks on every call)."""
     replacements = {}
+    dequantized = {}  # id of the words -> their float weight, once per tensor (tied embeddings)
+
+    def weight_of(words, module):
+        if id(words) not in dequantized:
+            dequantized[id(words)] = nn.Parameter(module.dequantized_weight(), requires_grad=False)
+        return dequantized[id(words)]
+
     for name, module in model.named_modules():
         if isinstance(module, GGUFLinear):
-            linear = nn.Linear(module.in_features, module.out_features, bias=module.bias is not None)
-            with torch.no_grad():
-                linear.weight.copy_(module.dequantized_weight())
-                if module.bias is not None:
-                    linear.bias.copy_(module.bias)
+            linear = nn.Linear(module.in_features, module.out_features, bias=module.bias is not None,
+                               device="meta")
+            linear.weight = weight_of(module.weight, module)
+            if module.bias is not None:
+                linear.bias = nn.Parameter(module.bias.clone(), requires_grad=False)
             replacements[name] = linear
         elif isinstance(module, GGUFEmbedding):
-            embedding = nn.Embedding(module.num_embeddings, module.embedding_dim)
-            with torch.no_grad():
-                embedding.weight.copy_(module.dequantized_weight())
+            embedding = nn.Embedding(module.num_embeddings, module.embedding_dim, device="meta")
+            embedding.weight = weight_of(module.words(), module)
             replacements[name] = embedding
     # Copy the rest without the blocks (shallow copies of the modules on the way down).
     copy = _copy_without(model, set(replacements))

@@ -28,6 +28,7 @@ constexpr BlockFormat kFormats[] = {
 
 constexpr LocalSize kLocal{64, 1, 1};
 constexpr int64_t kGemvRows = 4;  // the shader's GEMV_ROWS
+constexpr int64_t kGemvCols = 4;  // the shader's GEMV_COLS
 constexpr int64_t kTile = 32;     // the shader's TILE
 
 const BlockFormat& format_of(ComputeGraph& g, int64_t ggml_type) {
@@ -91,8 +92,8 @@ void add_linear_gguf(ComputeGraph& g, const OpArgs& a) {
                if (M == 0) {
                  node.groups = {0, 0, 0};
                } else if (p.gemv) {
-                 // One workgroup per output feature, spilling from x into y.
-                 node.set_groups_1d(N * kLocal[0], kLocal[0]);
+                 // One workgroup per kGemvCols output features, spilling from x into y.
+                 node.set_groups_1d((N + kGemvCols - 1) / kGemvCols * kLocal[0], kLocal[0]);
                } else {
                  if ((M + kTile - 1) / kTile > 65535) g.fail("more than 65535 * 32 input rows");
                  node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile),
