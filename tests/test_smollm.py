@@ -21,7 +21,7 @@ from vkdelegate.quant.gguf_llama import greedy_generate
 
 pytestmark = pytest.mark.xdist_group("smollm")  # one worker: the model loads once
 
-PROMPT = "Once upon"  # 2 tokens: with 3 new ones the forward is 4 rows, the GEMV path
+PROMPT = "Thank you"  # 2 tokens: with 3 new ones the forward is 4 rows, the GEMV path
 NEW_TOKENS = 3
 
 
@@ -107,7 +107,7 @@ def eager(smollm, tokenizer):
 def test_eager_greedy_is_english(eager, tokenizer):
     _, prompt, new = eager
     assert len(prompt) == 2
-    assert tokenizer.decode(new) == " a time,"
+    assert tokenizer.decode(new) == " for your help"
 
 
 def test_delegate_greedy_tokens_equal_eager(smollm, eager):
@@ -124,7 +124,7 @@ def test_delegate_greedy_tokens_equal_eager(smollm, eager):
     pte = edge.to_executorch().buffer
     print(f"[smollm] lowered in {time.time() - start:.1f} s, program {len(pte) / 2**20:.1f} MiB")
     # The tied embedding's blocks are in the program once.
-    state_bytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    state_bytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
     assert len(pte) < state_bytes + model.output.weight.numel() * 4 // 2
     start = time.time()
     logits = load_method(pte).execute([tokens])[0]
@@ -136,4 +136,4 @@ def test_delegate_greedy_tokens_equal_eager(smollm, eager):
     assert relative_error(logits, expected) < 1e-4
     memory = rt.Graph(delegate_blob(edge)).memory_report()
     print(f"[smollm] loaded program: {memory}")
-    assert memory["constant_bytes"] < state_bytes
+    assert memory["constant_bytes"] <= state_bytes
