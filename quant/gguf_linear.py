@@ -298,6 +298,12 @@ class GGUFEmbedding(torch.nn.Module):
         del self._buffers["weight"]
         object.__setattr__(self, "_tied", linear)  # not a submodule: its state stays the linear's
 
+    def __getattr__(self, name):
+        # `weight` of a tied embedding is the linear's (not a buffer of this module's state).
+        if name == "weight" and self.__dict__.get("_tied") is not None:
+            return self._tied.weight
+        return super().__getattr__(name)
+
     def words(self) -> torch.Tensor:
         """The int32 words of the blocks (this module's, or the tied linear's)."""
         return self._tied.weight if self._tied is not None else self.weight

@@ -254,7 +254,7 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     model = _tiny_llama()
     report = load_gguf_linears(model, path, llama_cpp_names(model, path, permuted_qk=False))
     assert report.quantized["output"] == report.quantized["tok_embeddings"] == "Q8_0"
-    assert model.output.weight is model.tok_embeddings.words()  # one copy of the blocks
+    assert model.output.weight is model.tok_embeddings.words() is model.tok_embeddings.weight  # one copy
     assert [name for name, _ in model.named_buffers() if "weight" in name and "layers" not in name] == ["output.weight"]
     torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.dequantized_weight(),
                                rtol=0, atol=0)
