@@ -21,15 +21,12 @@ struct Epilogue {
 };
 
 constexpr int kTileOW = 4;  // TOW of both direct variants
-// A 1-D argument list ([s]) or 2-D ([sh, sw]) as (h, w); 1-D convs get h = `one_d_h`.
-std::pair<int64_t, int64_t> hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
+// A 1-D convolution's argument list ([s]) as (one_d_h, s); a 2-D one's as pair_arg reads it.
+IntPair hw(ComputeGraph& g, int id, int spatial, int64_t one_d_h, const char* what) {
+  if (spatial == 2) return pair_arg(g, id, what);
   const IntList& v = g.get_int_list(id);
-  for (int64_t x : v) int32_arg(g, x, what);
-  if (v.size() == 1) return {spatial == 1 ? one_d_h : v[0], v[0]};
-  if (static_cast<int>(v.size()) != spatial) {
-    g.fail(std::string(what) + " " + sizes_str(v) + " does not match a " + std::to_string(spatial) + "-D convolution");
-  }
-  return {v[0], v[1]};
+  if (v.size() != 1) g.fail(std::string(what) + " " + sizes_str(v) + " does not match a 1-D convolution");
+  return {one_d_h, int32_arg(g, v[0], what)};
 }
 
 struct ConvShape {

@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "op_registry.h"
@@ -96,6 +98,19 @@ inline int64_t normalize_dim(ComputeGraph& g, int64_t dim, int64_t rank) {
 inline int64_t int32_arg(ComputeGraph& g, int64_t v, const char* what) {
   if (v < INT32_MIN || v > INT32_MAX) g.fail(std::string(what) + " " + std::to_string(v) + " is outside int32");
   return v;
+}
+
+// An int list argument for (h, w) of int32 values (kernel, stride, padding, dilation,
+// output size): one value serves both dims, two are (h, w); an empty list gives
+// `empty_as` where the op allows it, else fails like any other length.
+using IntPair = std::pair<int64_t, int64_t>;
+inline IntPair pair_arg(ComputeGraph& g, int id, const char* what, std::optional<IntPair> empty_as = std::nullopt) {
+  const IntList& v = g.get_int_list(id);
+  for (int64_t x : v) int32_arg(g, x, what);
+  if (v.empty() && empty_as) return *empty_as;
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) g.fail(std::string(what) + " " + sizes_str(v) + " must have 1 or 2 values");
+  return {v[0], v[1]};
 }
 
 // Writes up to 8 sizes/strides into an int32[8] parameter field.

@@ -13,17 +13,6 @@ struct Window {
   bool ceil_mode = false;
 };
 
-// An int[2] argument that may hold one value for both dims; `empty_as` if empty.
-std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, std::pair<int64_t, int64_t> empty_as,
-                                     const char* what) {
-  const IntList& v = g.get_int_list(id);
-  for (int64_t x : v) int32_arg(g, x, what);
-  if (v.empty()) return empty_as;
-  if (v.size() == 1) return {v[0], v[0]};
-  if (v.size() != 2) g.fail(std::string(what) + " must have 1 or 2 values");
-  return {v[0], v[1]};
-}
-
 int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t dil, bool ceil_mode) {
   const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
@@ -80,9 +69,9 @@ void add_pool(ComputeGraph& g, const std::string& shader, std::vector<int> outs,
 
 Window window_args(ComputeGraph& g, int kernel, int stride, int padding) {
   Window w;
-  std::tie(w.kh, w.kw) = pair_arg(g, kernel, {0, 0}, "kernel_size");
-  std::tie(w.sh, w.sw) = pair_arg(g, stride, {w.kh, w.kw}, "stride");
-  std::tie(w.ph, w.pw) = pair_arg(g, padding, {0, 0}, "padding");
+  std::tie(w.kh, w.kw) = pair_arg(g, kernel, "kernel_size", IntPair{0, 0});
+  std::tie(w.sh, w.sw) = pair_arg(g, stride, "stride", IntPair{w.kh, w.kw});
+  std::tie(w.ph, w.pw) = pair_arg(g, padding, "padding", IntPair{0, 0});
   return w;
 }
 
@@ -93,7 +82,7 @@ VKD_REGISTER_OPS(register_pool_ops) {
   register_op("aten.max_pool2d_with_indices.default", [](ComputeGraph& g, const OpArgs& a) {
     if (a.size() != 8) g.fail("expected 6 arguments and 2 outputs");
     Window w = window_args(g, a[1], a[2], a[3]);
-    std::tie(w.dh, w.dw) = pair_arg(g, a[4], {1, 1}, "dilation");
+    std::tie(w.dh, w.dw) = pair_arg(g, a[4], "dilation", IntPair{1, 1});
     w.ceil_mode = g.get_bool(a[5]);
     check_window(g, w);
     if (storage_type(g.tensor(a[7]).dtype) != StorageType::I32) g.fail("indices must be an integer tensor");
@@ -111,7 +100,7 @@ VKD_REGISTER_OPS(register_pool_ops) {
   });
   // _adaptive_avg_pool2d(self, output_size)
   register_op("aten._adaptive_avg_pool2d.default", [](ComputeGraph& g, const OpArgs& a) {
-    const auto hw = pair_arg(g, a.at(1), {0, 0}, "output_size");
+    const auto hw = pair_arg(g, a.at(1), "output_size", IntPair{0, 0});
     if (hw.first < 1 || hw.second < 1) g.fail("output_size must be positive");
     add_pool(g, "adaptive_avg_pool2d", {a.back()}, a.at(0), Window{1, 1, 1, 1, 0, 0}, false, 0, true, hw);
   });

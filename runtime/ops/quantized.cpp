@@ -100,14 +100,6 @@ Weights weight_args(ComputeGraph& g, int weight, int scales, int zeros, int bias
   return w;
 }
 
-std::pair<int64_t, int64_t> pair_arg(ComputeGraph& g, int id, const char* what) {
-  const IntList& v = g.get_int_list(id);
-  for (int64_t x : v) int32_arg(g, x, what);
-  if (v.size() == 1) return {v[0], v[0]};
-  if (v.size() != 2) g.fail(std::string(what) + " must have 2 values");
-  return {v[0], v[1]};
-}
-
 // vkd_q8ta_conv2d(x, x_scale, x_zero_point, weight, weight_scales, weight_zero_points, bias?,
 //                 stride, padding, dilation, groups, out_scale, out_zero_point, out_min, out_max)
 void add_q8ta_conv2d(ComputeGraph& g, const OpArgs& a) {
