@@ -164,7 +164,7 @@ def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] =
 def _quantized_linear(tensor, module_path: str, module: nn.Linear, rows: Optional[torch.Tensor]) -> GGUFLinear:
     blocks, n, k = _blocks(tensor)
     if (n, k) != (module.out_features, module.in_features):
-        raise ValueError(f"GGUF tensor {tensor.name} is [{n}, {k}] (out, in); {module_path} is "
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}) is [{n}, {k}] (out, in); {module_path} is "
                          f"[{module.out_features}, {module.in_features}]")
     if rows is not None:
         blocks = blocks[rows]  # whole rows of blocks: nothing re-quantized
@@ -191,7 +191,7 @@ def _quantized_embedding(tensor, module_path: str, module: nn.Embedding, words) 
     else:
         k, n = (int(size) for size in tensor.shape)
     if (n, k) != (module.num_embeddings, module.embedding_dim):
-        raise ValueError(f"GGUF tensor {tensor.name} is [{n}, {k}]; {module_path} is "
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}) is [{n}, {k}]; {module_path} is "
                          f"[{module.num_embeddings}, {module.embedding_dim}]")
     if words is not None:
         return GGUFEmbedding(words, ggml_type, n, k)

@@ -16,6 +16,7 @@ from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, 
 from vkdelegate.examples.models.llama import Llama
 from vkdelegate.gguf import (GGUFEmbedding, GGUFLinear, dequantize, dequantized_copy, llama_config, llama_cpp_names,
                              load_gguf_linears, rope_rows)
+from vkdelegate.quant.gguf_file import GGUFFile
 from vkdelegate.quant.gguf_linear import random_blocks
 from gguf_files import gguf
 
@@ -144,6 +145,39 @@ def test_embedding_rejects_bad_words():
         GGUFEmbedding(words, int(QT.Q8_0), 1, 20)
     with pytest.raises(ValueError, match="is 9 int32 words, got 10"):
         GGUFEmbedding(words, int(QT.Q8_0), 1, 32)
+
+
+def _write_raw(path, name, blocks, qtype):
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor(name, blocks, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_bad_shapes_name_tensor_and_type(tmp_path):
+    # A Q8_0 weight of the wrong size for its linear, and a 3-D Q4_1 tensor.
+    _write_raw(tmp_path / "wrong.gguf", "blk.0.attn_q.weight", quantize(np.ones((64, 256), np.float32), QT.Q8_0),
+               QT.Q8_0)
+    with pytest.raises(ValueError, match=r"blk.0.attn_q.weight \(Q8_0\) is \[64, 256\]"):
+        load_gguf_linears(_tiny_llama(), tmp_path / "wrong.gguf", strict=False)
+    blocks = quantize(np.ones((6, 64), np.float32), QT.Q4_1).reshape(2, 3, -1)
+    _write_raw(tmp_path / "3d.gguf", "token_embd.weight", blocks, QT.Q4_1)
+    with pytest.raises(ValueError, match=r"token_embd.weight \(Q4_1\): quantized tensors must be 2-D"):
+        load_gguf_linears(_tiny_llama(), tmp_path / "3d.gguf", strict=False)
+
+
+def test_truncated_file_is_an_error(tmp_path):
+    path = tmp_path / "cut.gguf"
+    _write_raw(path, "token_embd.weight", quantize(np.ones((67, 256), np.float32), QT.Q8_0), QT.Q8_0)
+    data = path.read_bytes()
+    path.write_bytes(data[:-100])
+    with pytest.raises(ValueError, match="token_embd.weight \\(Q8_0\\) runs past the end"):
+        GGUFFile(path)
+    path.write_bytes(b"GGML" + data[4:])
+    with pytest.raises(ValueError, match="not a GGUF file"):
+        GGUFFile(path)
 
 
 def test_import_gguf_from_the_repo_root_is_the_pypi_package():
