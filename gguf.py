@@ -1,12 +1,16 @@
 """GGUF weights for vkdelegate: run a model from a llama.cpp `.gguf` file's
-Q4_0, Q8_0, Q4_K and Q6_K weights without re-quantizing them.
+Q4_0, Q4_1, Q8_0, Q4_K and Q6_K weights without re-quantizing them.
 
     from vkdelegate.gguf import load_gguf_linears, llama_config
     model = Llama(**llama_config("model.gguf"))
-    load_gguf_linears(model, "model.gguf")   # linears -> et_vk.vkd_linear_gguf
+    load_gguf_linears(model, "model.gguf")   # linears -> et_vk.vkd_linear_gguf, embedding -> vkd_embedding_gguf
 
-The implementation lives in quant/gguf_linear.py (the op and its block
-decoders) and quant/gguf_loader.py (reading files, name maps).
+    from vkdelegate.gguf import llama_from_gguf   # the same, plus the tokenizer.json from the metadata
+    model, config, tokenizer_json = llama_from_gguf("model.gguf", max_seq_len=512)
+
+The implementation lives in quant/gguf_linear.py (the ops and their block
+decoders), quant/gguf_loader.py (reading files, name maps), quant/gguf_tokenizer.py
+(the tokenizer) and quant/gguf_llama.py (the examples' Llama from a file).
 
 This file is `vkdelegate.gguf`. When the vkdelegate repo root itself is on
 sys.path (a script run from the checkout), a plain `import gguf` finds this
@@ -31,10 +35,14 @@ else:
         FORMATS,
         FORMATS_BY_NAME,
         BlockFormat,
+        GGUFEmbedding,
         GGUFLinear,
         dequantize,
+        embedding_gguf,
         linear_gguf,
     )
+    from .quant.gguf_llama import dequantized_copy, llama_from_gguf  # noqa: F401
+    from .quant.gguf_tokenizer import apply_chat_template, gguf_tokenizer, write_tokenizer_files  # noqa: F401
     from .quant.gguf_loader import (  # noqa: F401
         GGUFLoadReport,
         llama_config,

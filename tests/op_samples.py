@@ -1307,6 +1307,7 @@ def _linear_gguf_samples() -> List[SampleCase]:
     # odd N; K a multiple of the block size (32, or 256 for the K-quants).
     shapes = [
         ("Q4_0", (1, 64), 13, False), ("Q4_0", (2, 19, 96), 33, True),
+        ("Q4_1", (1, 96), 13, True), ("Q4_1", (2, 19, 64), 33, False),
         ("Q8_0", (3, 32), 7, True), ("Q8_0", (37, 160), 45, False),
         ("Q4_K", (1, 1, 512), 13, False), ("Q4_K", (33, 256), 35, True),
         ("Q6_K", (4, 256), 9, True), ("Q6_K", (2, 17, 512), 33, False),
@@ -1316,6 +1317,32 @@ def _linear_gguf_samples() -> List[SampleCase]:
                    _GGUFLinearCase(fmt, n, sizes[-1], bias), (torch.randn(*sizes),))
         for fmt, sizes, n, bias in shapes
     ]
+
+
+class _GGUFEmbeddingCase(torch.nn.Module):
+    def __init__(self, fmt: str, rows: int, dim: int):
+        super().__init__()
+        ggml_type = _gguf.FORMATS_BY_NAME[fmt].ggml_type
+        self.embedding = _gguf.GGUFEmbedding.from_blocks(_gguf.random_blocks(ggml_type, rows, dim), ggml_type,
+                                                         rows, dim)
+
+    def forward(self, indices):
+        return self.embedding(indices)
+
+
+@_seeded
+def _embedding_gguf_samples() -> List[SampleCase]:
+    # (format, rows, dim, index sizes): odd row counts, int64 and int32 indices, repeats.
+    shapes = [("Q8_0", 37, 96, (2, 5)), ("Q4_0", 13, 32, (7,)), ("Q4_1", 21, 160, (1, 3)),
+              ("Q4_K", 5, 256, (4,)), ("Q6_K", 9, 512, (2, 2))]
+    cases = []
+    for fmt, rows, dim, sizes in shapes:
+        indices = torch.randint(0, rows, sizes)
+        cases.append(SampleCase(f"{fmt}_{rows}x{dim}_i{'x'.join(map(str, sizes))}",
+                                _GGUFEmbeddingCase(fmt, rows, dim), (indices,)))
+    cases.append(SampleCase("Q8_0_int32_indices", _GGUFEmbeddingCase("Q8_0", 11, 64),
+                            (torch.tensor([[10, 0, 10]], dtype=torch.int32),)))
+    return cases
 
 
 # Entry name -> its sample cases, in registry order; every entry has at least one case.
@@ -1441,4 +1468,5 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "vkd_linear_dq8a_qw": lambda: _fused_op_cases("vkd_linear_dq8a_qw"),
     "vkd_embedding_qw": lambda: _fused_op_cases("vkd_embedding_qw"),
     "linear_gguf": _linear_gguf_samples,
+    "embedding_gguf": _embedding_gguf_samples,
 }

@@ -14,14 +14,16 @@ import torch
 from gguf_files import QT, dequantize as reference_dequantize, quantize, write_gguf
 from helpers import TOLERANCES, cpu_ops, delegate_calls, lower, relative_error, run_pte
 from vkdelegate.examples.models.llama import Llama
-from vkdelegate.gguf import GGUFLinear, dequantize, llama_config, llama_cpp_names, load_gguf_linears, rope_rows
+from vkdelegate.gguf import (GGUFEmbedding, GGUFLinear, dequantize, dequantized_copy, llama_config, llama_cpp_names,
+                             load_gguf_linears, rope_rows)
+from vkdelegate.quant.gguf_file import GGUFFile
 from vkdelegate.quant.gguf_linear import random_blocks
 from gguf_files import gguf
 
-TYPES = [QT.Q4_0, QT.Q8_0, QT.Q4_K, QT.Q6_K]
-BLOCK = {QT.Q4_0: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256}
+TYPES = [QT.Q4_0, QT.Q4_1, QT.Q8_0, QT.Q4_K, QT.Q6_K]
+BLOCK = {QT.Q4_0: 32, QT.Q4_1: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256}
 # Relative error of the quantized linear's output against float weights (loose).
-FLOAT_ERROR = {QT.Q4_0: 0.15, QT.Q8_0: 0.01, QT.Q4_K: 0.15, QT.Q6_K: 0.04}
+FLOAT_ERROR = {QT.Q4_0: 0.15, QT.Q4_1: 0.12, QT.Q8_0: 0.01, QT.Q4_K: 0.15, QT.Q6_K: 0.04}
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -62,7 +64,7 @@ def test_fused_linear_matches_dequantized_and_float(qtype, lead, n):
     assert relative_error(out, torch.nn.functional.linear(x, weight, bias)) < FLOAT_ERROR[qtype]
 
 
-@pytest.mark.parametrize("qtype, k", [(QT.Q4_0, 48), (QT.Q8_0, 100), (QT.Q4_K, 288), (QT.Q6_K, 128)],
+@pytest.mark.parametrize("qtype, k", [(QT.Q4_0, 48), (QT.Q4_1, 40), (QT.Q8_0, 100), (QT.Q4_K, 288), (QT.Q6_K, 128)],
                          ids=lambda v: getattr(v, "name", str(v)))
 def test_k_not_a_multiple_of_the_block_is_rejected(qtype, k):
     with pytest.raises(ValueError, match=f"multiple of {BLOCK[qtype]}"):
@@ -86,7 +88,7 @@ def test_partitioner_rejects_what_the_runtime_cannot_run():
     ep = torch.export.export(Odd(), (torch.randn(2, 64),))
     node = next(n for n in ep.graph.nodes if n.op == "call_function")
     node.args = (node.args[0], node.args[1], 6, 5, 64, None)  # Q5_1
-    assert "Q4_0, Q8_0, Q4_K, Q6_K" in REGISTRY.lookup(node)[1]
+    assert "Q4_0, Q4_1, Q8_0, Q4_K, Q6_K" in REGISTRY.lookup(node)[1]
     node.args = (node.args[0], node.args[1], 12, 5, 64, None)  # Q4_K with K = 64
     assert "multiple of 256" in REGISTRY.lookup(node)[1]
 
@@ -104,6 +106,78 @@ def test_unsupported_type_names_tensor_and_type(tmp_path, qtype):
     model = _tiny_llama()
     with pytest.raises(ValueError, match=f"blk.0.attn_q.weight has type {qtype.name}"):
         load_gguf_linears(model, path)
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+def test_embedding_matches_dequantized_rows(qtype):
+    rows, dim = 23, BLOCK[qtype] * 3  # odd rows, an odd number of blocks per row
+    weight = torch.randn(rows, dim)
+    blocks = quantize(weight.numpy(), qtype)
+    module = GGUFEmbedding.from_blocks(torch.from_numpy(blocks), int(qtype), rows, dim).eval()
+    table = torch.from_numpy(reference_dequantize(blocks, qtype))
+    for indices in (torch.tensor([[22, 0, 5], [5, 5, 1]]), torch.tensor([3, 22], dtype=torch.int32)):
+        torch.testing.assert_close(module(indices), table[indices.long()], rtol=0, atol=0)
+    indices = torch.tensor([[22, 0, 5], [5, 5, 1]])
+    em = lower(module, (indices,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    out = run_pte(em.to_executorch().buffer, (indices,))[0]
+    torch.testing.assert_close(out, table[indices], rtol=0, atol=0)
+
+
+def test_embedding_index_out_of_range_is_an_error():
+    import vkdelegate.runtime as rt
+    from helpers import delegate_blob
+
+    blocks = random_blocks(int(QT.Q8_0), 7, 64)
+    module = GGUFEmbedding.from_blocks(blocks, int(QT.Q8_0), 7, 64).eval()
+    with pytest.raises(IndexError, match="index 7 is out of range for 7 rows"):
+        module(torch.tensor([1, 7]))
+    g = rt.Graph(delegate_blob(lower(module, (torch.tensor([1, 2]),))))
+    for bad in (7, -1, 2**31 - 1):
+        with pytest.raises(ValueError, match=r"op #\d+ \(et_vk.vkd_embedding_gguf.default\): .*index"):
+            g.run([np.array([1, bad])])
+        np.testing.assert_array_equal(g.run([np.array([6, 0])])[0], module(torch.tensor([6, 0])).numpy())
+
+
+def test_embedding_rejects_bad_words():
+    words = torch.zeros(10, dtype=torch.int32)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        GGUFEmbedding(words, int(QT.Q8_0), 1, 20)
+    with pytest.raises(ValueError, match="is 9 int32 words, got 10"):
+        GGUFEmbedding(words, int(QT.Q8_0), 1, 32)
+
+
+def _write_raw(path, name, blocks, qtype):
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor(name, blocks, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_bad_shapes_name_tensor_and_type(tmp_path):
+    # A Q8_0 weight of the wrong size for its linear, and a 3-D Q4_1 tensor.
+    _write_raw(tmp_path / "wrong.gguf", "blk.0.attn_q.weight", quantize(np.ones((64, 256), np.float32), QT.Q8_0),
+               QT.Q8_0)
+    with pytest.raises(ValueError, match=r"blk.0.attn_q.weight \(Q8_0\) is \[64, 256\]"):
+        load_gguf_linears(_tiny_llama(), tmp_path / "wrong.gguf", strict=False)
+    blocks = quantize(np.ones((6, 64), np.float32), QT.Q4_1).reshape(2, 3, -1)
+    _write_raw(tmp_path / "3d.gguf", "token_embd.weight", blocks, QT.Q4_1)
+    with pytest.raises(ValueError, match=r"token_embd.weight \(Q4_1\): quantized tensors must be 2-D"):
+        load_gguf_linears(_tiny_llama(), tmp_path / "3d.gguf", strict=False)
+
+
+def test_truncated_file_is_an_error(tmp_path):
+    path = tmp_path / "cut.gguf"
+    _write_raw(path, "token_embd.weight", quantize(np.ones((67, 256), np.float32), QT.Q8_0), QT.Q8_0)
+    data = path.read_bytes()
+    path.write_bytes(data[:-100])
+    with pytest.raises(ValueError, match="token_embd.weight \\(Q8_0\\) runs past the end"):
+        GGUFFile(path)
+    path.write_bytes(b"GGML" + data[4:])
+    with pytest.raises(ValueError, match="not a GGUF file"):
+        GGUFFile(path)
 
 
 def test_import_gguf_from_the_repo_root_is_the_pypi_package():
@@ -167,7 +241,8 @@ def test_llama_cpp_rope_rows_undo_the_conversion_permutation():
     assert torch.equal(permuted[rope_rows(heads, head_dim)], w)
 
 
-@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+# Q4_1 runs a real model in tests/test_smollm.py; a tiny Llama each costs seconds on lavapipe.
+@pytest.mark.parametrize("qtype", [QT.Q4_0, QT.Q8_0, QT.Q4_K, QT.Q6_K], ids=lambda t: t.name)
 def test_llama_runs_from_gguf(tmp_path, qtype):
     path = tmp_path / f"llama-{qtype.name}.gguf"
     float_model = _tiny_llama()
@@ -180,9 +255,10 @@ def test_llama_runs_from_gguf(tmp_path, qtype):
         torch.nn.init.normal_(param)
     report = load_gguf_linears(model, path)
     assert sorted(report.quantized) == sorted(
-        name for name, module in float_model.named_modules() if isinstance(module, torch.nn.Linear))
+        name for name, module in float_model.named_modules()
+        if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)))
     assert set(report.quantized.values()) == {qtype.name}
-    assert report.dequantized == ["tok_embeddings.weight"]
+    assert report.quantized["tok_embeddings"] == qtype.name and report.dequantized == []
     assert report.skipped == ["rope_freqs.weight"]
 
     (tokens,) = Llama.example_inputs(batch=1, seq=9, vocab=LLAMA["vocab"])
@@ -211,8 +287,27 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     write_gguf(path, tensors)
     model = _tiny_llama()
     report = load_gguf_linears(model, path, llama_cpp_names(model, path, permuted_qk=False))
-    assert report.quantized["output"] == "Q8_0"
-    torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.weight, rtol=0, atol=0)
+    assert report.quantized["output"] == report.quantized["tok_embeddings"] == "Q8_0"
+    assert model.output.weight is model.tok_embeddings.words() is model.tok_embeddings.weight  # one copy
+    assert [name for name, _ in model.named_buffers() if "weight" in name and "layers" not in name] == ["output.weight"]
+    torch.testing.assert_close(model.output.dequantized_weight(), model.tok_embeddings.dequantized_weight(),
+                               rtol=0, atol=0)
+    # Lowered, the shared blocks are one input of the program (tests/test_smollm.py checks the size).
+    (tokens,) = Llama.example_inputs(batch=1, seq=5, vocab=LLAMA["vocab"])
+    program = torch.export.export(model, (tokens,))
+    assert [spec.target for spec in program.graph_signature.input_specs if "output" in str(spec.target)
+            or "tok_embeddings" in str(spec.target)] == ["output.weight"]
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    out = run_pte(em.to_executorch().buffer, (tokens,))[0]
+    with torch.no_grad():
+        torch.testing.assert_close(out, dequantized_copy(model)(tokens), **TOLERANCES["model"])
+    float_model_ = _tiny_llama()
+    load_gguf_linears(float_model_, path, llama_cpp_names(float_model_, path, permuted_qk=False),
+                      quantized_embeddings=False)
+    assert isinstance(float_model_.tok_embeddings, torch.nn.Embedding)
+    torch.testing.assert_close(float_model_.tok_embeddings.weight, model.tok_embeddings.dequantized_weight(),
+                               rtol=0, atol=0)
 
     # Without the tied mapping, the LM head would keep its random weights: strict loading says so.
     with pytest.raises(ValueError, match="gives nothing for output.weight"):
