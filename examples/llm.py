@@ -13,6 +13,8 @@ get_bos_id, get_eos_ids, get_vocab_size, use_sdpa_with_kv_cache). The KV cache i
 inside the delegate: updated in place on the GPU each step, never copied to the host.
 """
 import argparse
+import json
+import os
 import sys
 import time
 from typing import Dict, List, Optional, Sequence
@@ -90,24 +92,35 @@ def export_llm(model: Llama, quant: str = "none", bos_id: int = 1, eos_ids: Sequ
     return lowered.to_executorch()
 
 
-def load_gguf(path: str):
-    """(Llama with a KV cache, tokenizer.json path) from a .gguf file: the hook for
-    quant/gguf_llama.py, which the GGUF work provides."""
-    try:
-        from vkdelegate.quant import gguf_llama
-    except ImportError:
-        raise SystemExit("--gguf needs vkdelegate.quant.gguf_llama, which this checkout does not have") from None
-    return gguf_llama.load(path)
+def load_gguf(path: str, max_seq_len: int, tokenizer_dir: str):
+    """(Llama with a KV cache for max_seq_len positions, its BOS id, its EOS ids) from a llama.cpp
+    .gguf file; the tokenizer.json built from the file's metadata goes to tokenizer_dir."""
+    from vkdelegate.quant.gguf_file import GGUFFile
+    from vkdelegate.quant.gguf_llama import llama_from_gguf
+
+    reader = GGUFFile(path)
+    model, _, tokenizer_json = llama_from_gguf(reader, max_seq_len=max_seq_len, tokenizer_dir=tokenizer_dir,
+                                               kv_cache=True)
+    print(f"tokenizer: {tokenizer_json}")
+
+    def token_id(key: str, default: int) -> int:
+        field = reader.get_field(key)
+        return default if field is None else int(field.contents())
+
+    return model.eval(), token_id("tokenizer.ggml.bos_token_id", 1), [token_id("tokenizer.ggml.eos_token_id", 2)]
 
 
 def _export(args) -> None:
+    bos_id, eos_ids = args.bos_id, args.eos_id
     if args.gguf:
-        model, tokenizer_json = load_gguf(args.gguf)
-        print(f"tokenizer: {tokenizer_json}")
+        if args.quant not in ("none", "fp16"):
+            raise SystemExit(f"--quant {args.quant}: a .gguf file's weights are already quantized (none or fp16 only)")
+        tokenizer_dir = os.path.splitext(args.out)[0] + "_tokenizer"
+        model, bos_id, eos_ids = load_gguf(args.gguf, args.max_seq_len, tokenizer_dir)
     else:
         model = build_model(args.config, args.max_seq_len, args.seed)
     t0 = time.perf_counter()
-    program = export_llm(model, args.quant, args.bos_id, args.eos_id)
+    program = export_llm(model, args.quant, bos_id, eos_ids)
     with open(args.out, "wb") as f:
         program.write_to_file(f)
     print(f"wrote {args.out} ({len(program.buffer) / 2**20:.1f} MiB) in {time.perf_counter() - t0:.1f} s")
@@ -133,12 +146,28 @@ def generate(model_path: str, tokenizer_path: str, prompt: str, max_new_tokens: 
     return pieces, stats[-1] if stats else None
 
 
+def chat_prompt(tokenizer_path: str, user_text: str) -> str:
+    """user_text as one user turn of the chat template in the tokenizer_config.json beside tokenizer_path."""
+    from vkdelegate.quant.gguf_tokenizer import apply_chat_template
+
+    directory = tokenizer_path if os.path.isdir(tokenizer_path) else os.path.dirname(tokenizer_path)
+    config_path = os.path.join(directory, "tokenizer_config.json")
+    template = None
+    if os.path.exists(config_path):
+        with open(config_path) as f:
+            template = json.load(f).get("chat_template")
+    if not template:
+        raise SystemExit(f"--chat: no chat_template in {config_path}")
+    return apply_chat_template(template, [{"role": "user", "content": user_text}])
+
+
 def _generate(args) -> None:
     def show(piece: str) -> None:
         sys.stdout.write(piece)
         sys.stdout.flush()
 
-    _, stats = generate(args.model, args.tokenizer, args.prompt, args.max_new_tokens, args.temperature, show)
+    prompt = chat_prompt(args.tokenizer, args.prompt) if args.chat else args.prompt
+    _, stats = generate(args.model, args.tokenizer, prompt, args.max_new_tokens, args.temperature, show)
     print()
     if stats is not None:
         prefill_s = (stats.prompt_eval_end_ms - stats.inference_start_ms) / 1000
@@ -153,12 +182,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="write a .pte with the KV cache on the GPU")
     export.add_argument("--config", default="tiny", choices=sorted(CONFIGS))
-    export.add_argument("--gguf", help="weights and tokenizer from a .gguf file (instead of --config)")
+    export.add_argument("--gguf", help="weights and tokenizer from a llama.cpp .gguf file (instead of --config); "
+                        "the tokenizer.json goes to OUT's name + _tokenizer/, BOS/EOS ids come from the file")
     export.add_argument("--quant", default="none", choices=QUANTS)
     export.add_argument("--max-seq-len", type=int, default=128)
     export.add_argument("--seed", type=int, default=0)
-    export.add_argument("--bos-id", type=int, default=1)
-    export.add_argument("--eos-id", type=int, action="append", help="repeatable (default: 2)")
+    export.add_argument("--bos-id", type=int, default=1, help="with --config (default: 1)")
+    export.add_argument("--eos-id", type=int, action="append", help="with --config; repeatable (default: 2)")
     export.add_argument("--out", required=True)
     gen = commands.add_parser("generate", help="generate with ExecuTorch's TextLLMRunner")
     gen.add_argument("--model", required=True)
@@ -166,6 +196,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     gen.add_argument("--prompt", required=True)
     gen.add_argument("--max-new-tokens", type=int, default=64)
     gen.add_argument("--temperature", type=float, default=0.0)
+    gen.add_argument("--chat", action="store_true",
+                     help="wrap the prompt as a user turn of the chat template in tokenizer_config.json")
     args = parser.parse_args(argv)
     if args.command == "export":
         args.eos_id = args.eos_id or [2]
