@@ -119,7 +119,7 @@ class ComputeGraph {
   // (it appends a value).
   int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
   // GPU-side checks (glsl/fault.glslh): a tensor value for one node's fault
-  // slot, four words of the graph's host-visible fault buffer, to bind as that
+  // slot, kFaultSlotWords words of the graph's host-visible fault buffer, to bind as that
   // node's last storage binding (add_node gives it its window). -1 where the
   // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
   // unchecked variant then. Take references to values only after this call.
