@@ -33,19 +33,20 @@ void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, Int
   }
   reduced_dims(g, dims, g.tensor(in).dim());  // checks the dims now, not at the first execute
   std::vector<int> tensors{out, in};
-  std::string name = variant(g, shader, in);
-  if (shader == "reduce_sum" && g.tensor(out).dtype == DType::Int64) {
-    if (out_st == StorageType::I32) {
-      // int64 stored as int32: the sum checks that its total fits (glsl/reduce.glsl).
-      name = with_fault_slot(g, tensors, variant(g, "reduce_sum_int64", in), name);
-    } else if (in_st == StorageType::I32) {
-      name = variant(g, "reduce_sum_of_i32", out);  // int32 or bool into int64
-    }
-  }
+  // The output is stored like the input, but for positions (argmax, argmin) and for
+  // int64 sums of int32 storage (int32, bool, int8) where int64 is int64.
   const bool arg = shader == "reduce_argmax" || shader == "reduce_argmin";
-  if (!arg && !(shader == "reduce_sum" && in_st == StorageType::I32) && in_st != out_st) {
+  const bool widening_sum = shader == "reduce_sum" && in_st == StorageType::I32 && out_st == StorageType::I64;
+  if (!arg && !widening_sum && in_st != out_st) {
     g.fail(std::string("conversion ") + dtype_name(in_dt) + " -> " + dtype_name(g.tensor(out).dtype) +
            " in a reduction is not supported");
+  }
+  std::string name = variant(g, shader, in);
+  if (widening_sum) {
+    name = variant(g, "reduce_sum_of_i32", out);
+  } else if (shader == "reduce_sum" && g.tensor(out).dtype == DType::Int64 && out_st == StorageType::I32) {
+    // int64 stored as int32: the sum checks that its total fits (glsl/reduce.glsl).
+    name = with_fault_slot(g, tensors, variant(g, "reduce_sum_int64", in), name);
   }
   const int32_t words = arg ? index_words(g.tensor(out)) : 1;
   g.add_node(g.current_op(), name, kReduceLocal, tensors,
