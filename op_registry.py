@@ -31,8 +31,8 @@ FP32: FrozenSet[torch.dtype] = frozenset({torch.float32})
 # float, one rounding on store, as PyTorch computes half).
 FP16: FrozenSet[torch.dtype] = frozenset({torch.float16})
 FLOATS: FrozenSet[torch.dtype] = FP32 | FP16
-# Integer arithmetic runs on int32 storage: int64 tensors are stored as int32 on
-# the GPU (values must fit; the runtime errors otherwise), bool and int8 too.
+# int64 tensors are int64 on the GPU where the device has shaderInt64, else int32
+# (values must fit; the runtime errors otherwise); bool and int8 are int32.
 NUMERIC: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64})
 # Ops that only move data work for every dtype the runtime stores.
 ANY_DTYPE: FrozenSet[torch.dtype] = frozenset({torch.float32, torch.int32, torch.int64, torch.bool})
@@ -231,7 +231,7 @@ def _check_where(node: Node) -> Optional[str]:
 
 
 def _check_sum(node: Node) -> Optional[str]:
-    """Integer and bool sums give int64 (stored as int32 like the input); no float <-> int conversion."""
+    """Integer and bool sums give int64; no float <-> int conversion."""
     dtypes = _tensor_dtypes(node)
     if dtypes & FLOATS and len(dtypes) > 1:
         return f"mixed dtypes ({_dtype_names(dtypes)}) are not supported"
@@ -492,9 +492,11 @@ def _check_unfold(node: Node) -> Optional[str]:
 
 
 def _int_fill_value(node: Node, name: str) -> Optional[str]:
-    """Integer outputs are int32 on the GPU: the fill value must fit."""
-    value = arg(node, name)
-    if output_tensors(node)[0].dtype != torch.float32 and not -2**31 <= value < 2**31:
+    """An integer output must hold the fill value (int64 stored as int32 checks it at load)."""
+    value, dtype = arg(node, name), output_tensors(node)[0].dtype
+    if dtype == torch.int64 and not -2**63 <= value < 2**63:
+        return f"{name} {value} does not fit in int64"
+    if dtype not in (torch.float32, torch.float16, torch.int64) and not -2**31 <= value < 2**31:
         return f"{name} {value} does not fit in int32"
     return None
 
@@ -564,10 +566,11 @@ def _check_rms_norm(node: Node) -> Optional[str]:
 _ELEMENTWISE = "Elementwise; ranks 0-8."
 _BINARY = ("Elementwise with broadcasting; ranks 0-8; a Python scalar operand becomes a constant; "
            "operands of one dtype (no type promotion).")
-_INT_STORAGE = " int64 and bool are stored as int32 on the GPU (int64 values must fit in int32)."
+_INT_STORAGE = (" int64 is int64 on the GPU where the device has shaderInt64, else int32 (values must fit);"
+                " bool is int32.")
 # Checked on the GPU (glsl/fault.glslh): the execute fails with an error naming the op.
 _INDEX_CHECKED = " An index out of range is an error at execute, as in eager PyTorch."
-_INT64_CHECKED = " An int64 result outside int32 (its GPU storage) is an error at execute."
+_INT64_CHECKED = " Where int64 is stored as int32, an int64 result outside int32 is an error at execute."
 
 # ----------------------------------------------------------------------------
 # Static int8 from PT2E (quant/pt2e.py's VulkanQuantizer).
@@ -694,7 +697,7 @@ _ENTRIES = [
         (aten._to_copy.default, dim_order_ops._to_dim_order_copy.default),
         "Conversions between float32, float16, int32, int64 and bool with contiguous dim order (float to int "
         "truncates; to bool tests != 0); conversions of constants are folded by preprocess." + _INT_STORAGE
-        + " Float to int64 outside int32 is an error at execute.",
+        + " Float to int64 outside its storage's range (or NaN) is an error at execute.",
         dtypes=ANY_DTYPE | FP16,
         check=_check_to_copy,
         aliases_input=True,
@@ -789,16 +792,16 @@ _ENTRIES = [
             check=_check_same_dtype, kind="reduction"),
     OpEntry("argmax", (aten.argmax.default,),
             "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
-            "largest; int64 output stored as int32.", dtypes=NUMERIC | FP16, kind="reduction"),
+            "largest." + _INT_STORAGE, dtypes=NUMERIC | FP16, kind="reduction"),
     OpEntry("argmin", (aten.argmin.default,),
             "One dim or the flattened input; keepdim; ties give the first index, NaN counts as the "
-            "smallest; int64 output stored as int32.", dtypes=NUMERIC | FP16, kind="reduction"),
+            "smallest." + _INT_STORAGE, dtypes=NUMERIC | FP16, kind="reduction"),
     OpEntry("max_dim", (aten.max.dim,),
             "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
-            "indices int64 stored as int32.", dtypes=NUMERIC | FP16, kind="reduction"),
+            "indices int64." + _INT_STORAGE, dtypes=NUMERIC | FP16, kind="reduction"),
     OpEntry("min_dim", (aten.min.dim,),
             "Values and indices along one dim; keepdim; ties give the first index, NaN propagates; "
-            "indices int64 stored as int32.", dtypes=NUMERIC | FP16, kind="reduction"),
+            "indices int64." + _INT_STORAGE, dtypes=NUMERIC | FP16, kind="reduction"),
     OpEntry("var", (aten.var.correction,),
             "Over any dims (None: all), keepdim, any correction (std exports as var + sqrt); "
             "two passes around the mean.", kind="reduction", dtypes=FLOATS),
@@ -818,7 +821,7 @@ _ENTRIES = [
             check=_check_conv2d_clamp, kind="matmul", dtypes=FLOATS),
     OpEntry("max_pool2d_with_indices", (aten.max_pool2d_with_indices.default,),
             "[C, H, W] or [N, C, H, W]; any kernel, stride, padding, dilation, ceil_mode; the int64 indices "
-            "are stored as int32 on the GPU.", dtypes=FP32 | {torch.int64} | FP16, check=_check_pool_window),
+            "are int64, or int32 where the GPU stores int64 as int32.", dtypes=FP32 | {torch.int64} | FP16, check=_check_pool_window),
     OpEntry("avg_pool2d", (aten.avg_pool2d.default,),
             "[C, H, W] or [N, C, H, W]; ceil_mode, count_include_pad both ways, divisor_override.",
             check=_check_avg_pool, kind="reduction", dtypes=FLOATS),
@@ -859,7 +862,7 @@ _ENTRIES = [
     OpEntry(
         "constant_pad_nd",
         (aten.constant_pad_nd.default,),
-        "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit int32." + _INT_STORAGE,
+        "What F.pad(mode='constant') exports to; negative pads crop; int fill values must fit the dtype." + _INT_STORAGE,
         dtypes=ANY_DTYPE | FP16,
         check=_check_constant_pad,
     ),

@@ -1,7 +1,8 @@
 // Elementwise binary ops with broadcasting: out = a OP b. Float- or int-only bodies carry their dtype.
 // The _checked and _int64 variants (CHECKED) report integer faults (fault.glslh): division by zero,
-// and int64 results outside the int32 storage (an int32 tensor wraps, as in PyTorch).
-// dtypes: f32 f16 i32
+// and, where the graph stores int64 as int32 (the _int64 variants), int64 results outside int32.
+// int32 and int64 storage wrap, as in PyTorch.
+// dtypes: f32 f16 i32 i64
 // variant binary_add: OP(a,b)=(a+CT(p.alpha)*b)
 // variant binary_sub: OP(a,b)=(a-CT(p.alpha)*b)
 // variant binary_mul: OP(a,b)=(a*b)
@@ -11,15 +12,15 @@
 // variant binary_minimum: OP(a,b)=minimum(a,b)
 // variant binary_maximum: OP(a,b)=maximum(a,b)
 // variant binary_pow: OP(a,b)=power(a,b)
-// variant binary_div_trunc_checked(i32): OP(a,b)=div_trunc_checked(a,b) CHECKED=1
-// variant binary_div_floor_checked(i32): OP(a,b)=div_floor_checked(a,b) CHECKED=1
+// variant binary_div_trunc_checked(i32 i64): OP(a,b)=div_trunc_checked(a,b) CHECKED=1
+// variant binary_div_floor_checked(i32 i64): OP(a,b)=div_floor_checked(a,b) CHECKED=1
 // variant binary_add_int64(i32): OP(a,b)=add_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant binary_sub_int64(i32): OP(a,b)=sub_int64(a,mul_int64(int(p.alpha),b)) CHECKED=1
 // variant binary_mul_int64(i32): OP(a,b)=mul_int64(a,b) CHECKED=1
 // variant binary_pow_int64(i32): OP(a,b)=power_int64(a,b) CHECKED=1
-// variant binary_bitwise_and(i32): OP(a,b)=(a&b)
-// variant binary_bitwise_or(i32): OP(a,b)=(a|b)
-// variant binary_bitwise_xor(i32): OP(a,b)=(a^b)
+// variant binary_bitwise_and(i32 i64): OP(a,b)=(a&b)
+// variant binary_bitwise_or(i32 i64): OP(a,b)=(a|b)
+// variant binary_bitwise_xor(i32 i64): OP(a,b)=(a^b)
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -34,15 +35,10 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 0) writeonly buffer Out4 { T4 out4[]; };
 layout(set = 0, binding = 1) readonly buffer A4 { T4 a4[]; };
 layout(set = 0, binding = 2) readonly buffer B4 { T4 b4[]; };
-#ifndef CHECKED
-#define CHECKED 0
-#endif
-#if CHECKED
 #define FAULT_BINDING 3
 #include "fault.glslh"
-#endif
 // params-struct: BinaryParams
-layout(set = 0, binding = 3 + CHECKED) uniform Params {
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   ivec4 out_sizes[2];
   ivec4 a_strides[2];  // broadcast dims have stride 0
   ivec4 b_strides[2];
@@ -55,8 +51,8 @@ layout(set = 0, binding = 3 + CHECKED) uniform Params {
 #include "scalar_math.glslh"
 
 #if CHECKED
-int div_trunc_checked(int a, int b) { return division_faults(a, b) ? 0 : div_trunc(a, b); }
-int div_floor_checked(int a, int b) { return division_faults(a, b) ? 0 : div_floor(a, b); }
+CT div_trunc_checked(CT a, CT b) { return division_faults(a, b) ? CT(0) : div_trunc(a, b); }
+CT div_floor_checked(CT a, CT b) { return division_faults(a, b) ? CT(0) : div_floor(a, b); }
 #endif
 
 // Same-shape operands: each invocation does ELEMS 4-vectors, a workgroup-width

@@ -1,6 +1,7 @@
 // Elementwise op of a tensor with a scalar: out = x OP s (the .Scalar overloads), s = S.
-// The _int64 variants (CHECKED) report int64 results outside the int32 storage (fault.glslh).
-// dtypes: f32 f16 i32
+// The _int64 variants (CHECKED), where the graph stores int64 as int32, report int64 results outside
+// int32 (fault.glslh).
+// dtypes: f32 f16 i32 i64
 // variant scalar_add: OP(a,b)=(a+CT(p.alpha)*b)
 // variant scalar_sub: OP(a,b)=(a-CT(p.alpha)*b)
 // variant scalar_mul: OP(a,b)=(a*b)
@@ -19,19 +20,16 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
-#ifndef CHECKED
-#define CHECKED 0
-#endif
-#if CHECKED
 #define FAULT_BINDING 2
 #include "fault.glslh"
-#endif
 // params-struct: ScalarParams
-layout(set = 0, binding = 2 + CHECKED) uniform Params {
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int numel;
   float scalar;
   float alpha;
-  int int_scalar;  // the scalar for integer tensors
+  int int_scalar;  // the scalar for integer tensors (its low word)
+  int int_scalar_hi;
+  int pad0, pad1, pad2;
 } p;
 
 #include "scalar_math.glslh"
@@ -39,7 +37,7 @@ layout(set = 0, binding = 2 + CHECKED) uniform Params {
 #if IS_FLOAT
 #define S p.scalar
 #else
-#define S p.int_scalar
+#define S INT_PARAM(p.int_scalar, p.int_scalar_hi)
 #endif
 
 void main() {

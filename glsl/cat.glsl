@@ -1,6 +1,6 @@
 // One input of aten.cat: copies `in` into its slice of `out` along the cat dim.
 // Tensors viewed as [outer, dim, inner]; the input's slice starts at `offset`.
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;

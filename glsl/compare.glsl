@@ -1,6 +1,6 @@
 // Comparisons and logical ops with broadcasting: out (bool, as int 0/1) = a OP b.
 // The compare_scalar_* variants compare with a scalar in the parameters instead of b.
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // variant compare_eq: OP(a,b)=(a==b)
 // variant compare_ne: OP(a,b)=(a!=b)
 // variant compare_lt: OP(a,b)=(a<b)
@@ -37,9 +37,9 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int numel;
   int rank;
   int same_shape;  // a, b and out all have the out sizes: index directly
-  int int_scalar;  // the scalar of compare_scalar_* for integer tensors
+  int int_scalar;  // the scalar of compare_scalar_* for integer tensors (its low word)
   float scalar;    // ... for float tensors
-  int pad0;        // 112 bytes, as the runtime has always uploaded
+  int int_scalar_hi;
 } p;
 
 void main() {
@@ -51,7 +51,7 @@ void main() {
 #if IS_FLOAT
   b = CT(T(p.scalar));  // the scalar in the tensor's dtype, as torch compares
 #else
-  b = p.int_scalar;
+  b = INT_PARAM(p.int_scalar, p.int_scalar_hi);
 #endif
 #else
   if (p.same_shape != 0) {

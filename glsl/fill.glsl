@@ -1,4 +1,4 @@
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // out[i] = start + i * step: full and full_like (step 0), arange, scalar_tensor.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -10,10 +10,12 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) uniform Params {
   float fstart;
   float fstep;
-  int istart;
+  int istart;  // integer start and step (their low words)
   int istep;
   int numel;
-  int pad0, pad1, pad2;  // 32 bytes, as the runtime has always uploaded
+  int istart_hi;
+  int istep_hi;
+  int pad0;
 } p;
 
 void main() {
@@ -22,6 +24,6 @@ void main() {
 #if IS_FLOAT
   out_data[i] = T(p.fstart + float(i) * p.fstep);
 #else
-  out_data[i] = p.istart + i * p.istep;
+  out_data[i] = INT_PARAM(p.istart, p.istart_hi) + CT(i) * INT_PARAM(p.istep, p.istep_hi);
 #endif
 }

@@ -11,7 +11,7 @@ builds every variant once per storage type, named NAME_f32, NAME_i32, with the
 element type T, its 4-vector T4, the compute type CT (float for f32 and f16: half values are
 computed in float and rounded once on store, as PyTorch computes half) and
 IS_FLOAT defined (the runtime picks the variant with storage_suffix() of the
-tensor's dtype). A variant may narrow that list for
+tensor's storage type: f32, f16, i32, or i64 for int64 on devices with shaderInt64). A variant may narrow that list for
 itself, for bodies that only make sense for some types:
     // variant NAME(i32): DEFINE=VALUE
 
@@ -66,6 +66,9 @@ STORAGE_DEFINES = {
     # Float16: STORAGE_F16 turns on the 16-bit extensions in common.glslh.
     "f16": ["T=float16_t", "CT=float", "IS_FLOAT=1", "STORAGE_F16=1", "T4=f16vec4"],
     "i32": ["T=int", "CT=int", "IS_FLOAT=0", "T4=ivec4"],
+    # int64 where the device has shaderInt64: STORAGE_I64 turns on the 64-bit integer extension in
+    # common.glslh (elsewhere the graph stores int64 as int32 and takes the i32 variants).
+    "i64": ["T=int64_t", "CT=int64_t", "IS_FLOAT=0", "STORAGE_I64=1", "T4=i64vec4"],
 }
 
 

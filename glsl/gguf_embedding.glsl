@@ -1,6 +1,7 @@
 // Embedding of GGUF blocks: out[i, :] = row idx[i] of W [rows, dim], W the raw
 // GGUF blocks of one tensor row after row (gguf_blocks.glslh decodes them). One
-// invocation per (index, chunk of 32 weights). Indices are int32 storage; one out
+// invocation per (index, chunk of 32 weights). Indices are int32 or int64, read as
+// words (READ_INDEX in common.glslh); one out
 // of range (negative ones too, as F.embedding) is a fault (fault.glslh) and gives
 // zeros. The _nocheck variants, for when the graph has no fault slots, only give the zeros.
 // variant gguf_embedding_q4_0: FORMAT=2 CHECKED=1
@@ -28,6 +29,7 @@ layout(set = 0, binding = 2) readonly buffer Idx { int idx_data[]; };
 // params-struct: GGUFEmbeddingParams
 layout(set = 0, binding = 3 + CHECKED) uniform Params {
   int count, rows, chunks, blocks_per_row;  // count: indices; chunks = dim / 32
+  int index_words, pad0, pad1, pad2;        // per index (2: int64 storage)
 } p;
 
 #include "gguf_blocks.glslh"
@@ -37,11 +39,12 @@ void main() {
   const uint chunks = uint(p.chunks);
   if (e >= uint(p.count) * chunks) return;
   const uint i = e / chunks, c = e % chunks;
-  const int row = idx_data[i];
+  int row, hi;
+  READ_INDEX(idx_data, i, p.index_words, row, hi);
   float w[32];
-  if (row < 0 || row >= p.rows) {
+  if (!index_fits(row, hi) || row < 0 || row >= p.rows) {
 #if CHECKED
-    report_fault(FAULT_INDEX, 0u, row, p.rows);
+    report_fault_words(FAULT_INDEX, 0u, uint(row), uint(hi), uint(p.rows), 0u);
 #endif
     for (uint l = 0u; l < 32u; ++l) w[l] = 0.0;
   } else {

@@ -3,7 +3,8 @@
 // variant index_put_nocheck: CHECKED=0
 // In place: out[.., idx[j], ..] = values[.., j, ..] along dim p.dim, where `out`
 // is a state tensor (a KV cache) that keeps everything else. One invocation per
-// element of `values`. Index tensors are int32 storage; a negative index counts
+// element of `values`. Index tensors are int32 or int64, read as words (READ_INDEX in
+// common.glslh); a negative index counts
 // from the end (as eager index_put). An index out of range is a fault
 // (fault.glslh) and its element is not written, so the state stays as it was
 // there and no write leaves the buffer.
@@ -27,6 +28,7 @@ layout(set = 0, binding = 3 + CHECKED) uniform Params {
   int rank;
   int dim;       // the dim idx selects along
   int dim_size;  // its size in out
+  int index_words;  // per index (2: int64 storage)
 } p;
 
 void main() {
@@ -34,21 +36,21 @@ void main() {
   if (i >= p.numel) return;
   int rem = i;
   int offset = 0;
-  int position = 0;
+  int position = 0, hi = 0;
   for (int d = not_inlined(p.rank) - 1; d >= 0; --d) {
     const int s = DIM(p.values_sizes, d);
     const int c = rem % s;
     rem /= s;
     if (d == p.dim) {
-      position = idx[c];
+      READ_INDEX(idx, c, p.index_words, position, hi);
     } else {
       offset += c * DIM(p.out_strides, d);
     }
   }
   const int w = position < 0 ? position + p.dim_size : position;
-  if (w < 0 || w >= p.dim_size) {
+  if (!index_fits(position, hi) || w < 0 || w >= p.dim_size) {
 #if CHECKED
-    report_fault(FAULT_INDEX, uint(p.dim), position, p.dim_size);
+    report_fault_words(FAULT_INDEX, uint(p.dim), uint(position), uint(hi), uint(p.dim_size), 0u);
 #endif
     return;
   }

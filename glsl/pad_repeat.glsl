@@ -1,4 +1,4 @@
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // variant constant_pad: PAD=1
 // variant repeat: PAD=0
 // Each output coordinate maps to an input coordinate per dim:
@@ -21,7 +21,9 @@ layout(set = 0, binding = 2) uniform Params {
   int numel;
   int rank;
   float fvalue;
-  int ivalue;
+  int ivalue;  // the integer fill value (its low word)
+  int ivalue_hi;
+  int pad0, pad1, pad2;
 } p;
 
 void main() {
@@ -41,7 +43,7 @@ void main() {
 #if IS_FLOAT
       out_data[i] = T(p.fvalue);
 #else
-      out_data[i] = p.ivalue;
+      out_data[i] = INT_PARAM(p.ivalue, p.ivalue_hi);
 #endif
       return;
     }

@@ -1,7 +1,7 @@
 // pixel_shuffle / pixel_unshuffle on [..., C, H, W] (r = the factor); one
 // invocation per output element, gathering its input element.
 //   shuffle:   out[b, c, h*r+i, w*r+j] = in[b, c*r*r + i*r + j, h, w]
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // variant pixel_shuffle: SHUFFLE=1
 // variant pixel_unshuffle: UNSHUFFLE=1
 #version 450

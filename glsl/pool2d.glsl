@@ -23,7 +23,7 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int total, H, W, OH;
   int OW, KH, KW, stride_h;
   int stride_w, pad_h, pad_w, dil_h;
-  int dil_w, count_include_pad, divisor_override, pad0;
+  int dil_w, count_include_pad, divisor_override, index_words;  // index_words: per index (2: int64 storage)
 } p;
 
 void main() {
@@ -52,7 +52,7 @@ void main() {
     }
   }
   out_data[i] = T(m);
-  indices_data[i] = arg;
+  WRITE_INDEX(indices_data, i, p.index_words, arg);
 #elif defined(AVG_POOL)
   int hs = oh * p.stride_h - p.pad_h, ws = ow * p.stride_w - p.pad_w;
   int he = min(hs + p.KH, p.H + p.pad_h), we = min(ws + p.KW, p.W + p.pad_w);

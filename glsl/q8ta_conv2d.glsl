@@ -24,7 +24,7 @@ layout(set = 0, binding = 6) uniform Params {
   int pad_w, dil_h, dil_w, groups;
   int icpg, ocpg, has_bias, total;
   int x_zero_point, out_zero_point, out_min, out_max;
-  float x_scale, inv_out_scale, pad0, pad1;
+  float x_scale, inv_out_scale; int zero_words, pad0;  // zero_words: per weight zero point (2: int64 storage)
 } p;
 
 void main() {
@@ -37,7 +37,7 @@ void main() {
   const int oc = r % p.OC;
   const int n = r / p.OC;
   const int g = oc / p.ocpg;
-  const int wz = w_zeros[oc];
+  const int wz = w_zeros[oc * p.zero_words];  // the low word of an int64
   const int ksize = p.KH * p.KW;
   int acc = 0;
   for (int icl = 0; icl < p.icpg; ++icl) {

@@ -18,7 +18,7 @@ layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
 layout(set = 0, binding = 6) uniform Params {
   int K, N, total, has_bias;
   int x_zero_point, out_zero_point, out_min, out_max;
-  float x_scale, inv_out_scale, pad0, pad1;
+  float x_scale, inv_out_scale; int zero_words, pad0;  // zero_words: per weight zero point (2: int64 storage)
 } p;
 
 void main() {
@@ -27,7 +27,7 @@ void main() {
   const int n = i % p.N;
   const int xbase = (i / p.N) * p.K;
   const int wbase = n * p.K;
-  const int wz = w_zeros[n];
+  const int wz = w_zeros[n * p.zero_words];  // the low word of an int64
   int acc = 0;
   for (int k = 0; k < p.K; ++k) {
     acc += (in_data[xbase + k] - p.x_zero_point) * (w_data[wbase + k] - wz);

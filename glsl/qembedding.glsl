@@ -1,7 +1,7 @@
 // Quantized embedding: out[i, d] = (q[idx[i], d] - zero[idx[i], g]) * scale[idx[i], g],
 // g = d / group_size; q packed 32 / bits per uint word (see qlinear_rows.glsl).
-// Indices are int32 storage; one out of range (negative ones too, as
-// F.embedding) is a fault (fault.glslh) and gives zeros. The _nocheck variant,
+// Indices are int32 or int64, read as words (READ_INDEX in common.glslh); one out
+// of range (negative ones too, as F.embedding) is a fault (fault.glslh) and gives zeros. The _nocheck variant,
 // for measuring the check's cost, only gives the zeros.
 // variant qembedding: CHECKED=1
 // variant qembedding_nocheck: CHECKED=0
@@ -15,24 +15,24 @@ layout(set = 0, binding = 1) readonly buffer W { uint w_data[]; };
 layout(set = 0, binding = 2) readonly buffer S { float s_data[]; };
 layout(set = 0, binding = 3) readonly buffer Z { int z_data[]; };
 layout(set = 0, binding = 4) readonly buffer Idx { int idx_data[]; };
-#if CHECKED
 #define FAULT_BINDING 5
 #include "fault.glslh"
-#endif
 // params-struct: QEmbeddingParams
-layout(set = 0, binding = 5 + CHECKED) uniform Params {
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int numel, dim, rows, words_per_row;
   int group_size, groups, bits, has_zeros;
+  int index_words, pad0, pad1, pad2;  // index_words: per index (2: int64 storage)
 } p;
 
 void main() {
   const int e = int(flat_index());
   if (e >= p.numel) return;
   const int i = e / p.dim, d = e % p.dim;
-  const int row = idx_data[i];
-  if (row < 0 || row >= p.rows) {
+  int row, hi;
+  READ_INDEX(idx_data, i, p.index_words, row, hi);
+  if (!index_fits(row, hi) || row < 0 || row >= p.rows) {
 #if CHECKED
-    report_fault(FAULT_INDEX, 0u, row, p.rows);
+    report_fault_words(FAULT_INDEX, 0u, uint(row), uint(hi), uint(p.rows), 0u);
 #endif
     out_data[e] = 0.0;
     return;

@@ -1,12 +1,15 @@
 // Reductions over any set of dims. The input is viewed as kept dims x reduced dims
 // (each a strided index space of up to rank 8); one workgroup reduces the reduced
-// elements of one output element with a shared-memory tree. reduce_sum_int64 (an
-// int64 sum, stored as int32) adds exactly in pairs of words, since a partial sum
-// may leave int32 where the total does not; a total outside int32 is a fault
-// (fault.glslh).
-// dtypes: f32 f16 i32
+// elements of one output element with a shared-memory tree. Where the graph stores
+// int64 as int32, reduce_sum_int64 (an int64 sum) adds exactly in pairs of words,
+// since a partial sum may leave int32 where the total does not; a total outside
+// int32 is a fault (fault.glslh). reduce_sum_of_i32_i64 sums int32 storage (int32,
+// bool) into int64 storage. argmax and argmin write int64 positions as words
+// (READ_INDEX in common.glslh).
+// dtypes: f32 f16 i32 i64
 // variant reduce_sum: OP=0
 // variant reduce_sum_int64(i32): OP=0 SUM64=1 CHECKED=1
+// variant reduce_sum_of_i32(i64): OP=0 IN_T=int
 // variant reduce_mean(f32 f16): OP=0 MEAN=1
 // variant reduce_amax: OP=1
 // variant reduce_amin: OP=2
@@ -24,17 +27,16 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define OUT_T T
 #endif
 
-layout(set = 0, binding = 0) writeonly buffer Out { OUT_T out_data[]; };
-layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
-#ifndef CHECKED
-#define CHECKED 0
+#ifndef IN_T
+#define IN_T T
 #endif
-#if CHECKED
+
+layout(set = 0, binding = 0) writeonly buffer Out { OUT_T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer In { IN_T in_data[]; };
 #define FAULT_BINDING 2
 #include "fault.glslh"
-#endif
 // params-struct: ReduceParams
-layout(set = 0, binding = 2 + CHECKED) uniform Params {
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   ivec4 kept_sizes[2];
   ivec4 kept_strides[2];
   ivec4 red_sizes[2];
@@ -44,7 +46,7 @@ layout(set = 0, binding = 2 + CHECKED) uniform Params {
   int kept_rank;
   int red_rank;
   float divisor;  // mean: the count; var: the count less the correction
-  int pad0;
+  int index_words;  // argmax, argmin: words per output element (1: int32 storage, 2: int64)
   int pad1;
   int pad2;
 } p;
@@ -55,6 +57,9 @@ shared int partial_index[gl_WorkGroupSize.x];
 #if IS_FLOAT
 #define IS_NAN(v) isnan(v)
 const float kInit[3] = float[3](0.0, -1.0 / 0.0, 1.0 / 0.0);
+#elif STORAGE_I64
+#define IS_NAN(v) false
+const int64_t kInit[3] = int64_t[3](0l, -9223372036854775807l - 1l, 9223372036854775807l);
 #else
 #define IS_NAN(v) false
 const int kInit[3] = int[3](0, -2147483647 - 1, 2147483647);
@@ -123,8 +128,10 @@ void main() {
   }
   if (t == 0) {
     const int sum = int(partial_lo[0]);
-    // value, bound: the high and low words ('S': a sum).
-    if (partial_hi[0] != (sum >> 31)) report_fault(FAULT_INT64_RANGE, uint(0x53), partial_hi[0], sum);
+    // value: the sum ('S').
+    if (partial_hi[0] != (sum >> 31)) {
+      report_fault_words(FAULT_INT64_RANGE, uint(0x53), partial_lo[0], uint(partial_hi[0]), 0u, 0u);
+    }
     out_data[o] = sum;
   }
 }
@@ -139,7 +146,7 @@ void main() {
   CT acc = kInit[OP];
   int acc_index = -1;
   for (int r = t; r < p.red_numel; r += n) {
-    CT v = in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)];
+    CT v = CT(in_data[base + strided_offset(r, p.red_rank, p.red_sizes, p.red_strides)]);
 #if OP == 0
     acc += v;
 #else
@@ -163,7 +170,7 @@ void main() {
 #endif
   if (t == 0) {
 #if ARG
-    out_data[o] = max(partial_index[0], 0);
+    WRITE_INDEX(out_data, o, p.index_words, max(partial_index[0], 0));
 #elif MEAN || VAR
     out_data[o] = T(partial[0] / p.divisor);
 #else

@@ -1,4 +1,4 @@
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // out[i] = in[offset + strided position of i]: permute, and later transpose,
 // expand, slice and select, are all this gather with other strides.
 #version 450

@@ -1,6 +1,7 @@
 // Elementwise unary ops and activations: out = F(x). Float-only bodies carry (f32 f16).
-// The _int64 variants (CHECKED) report int64 results outside the int32 storage (fault.glslh).
-// dtypes: f32 f16 i32
+// The _int64 variants (CHECKED), where the graph stores int64 as int32, report int64 results outside
+// int32 (fault.glslh).
+// dtypes: f32 f16 i32 i64
 // variant unary_relu: F(x)=(x<T(0)?T(0):x)
 // variant unary_neg: F(x)=(-x)
 // variant unary_abs: F(x)=abs(x)
@@ -8,7 +9,7 @@
 // variant unary_clamp: F(x)=clamp_nan(x)
 // variant unary_neg_int64(i32): F(x)=neg_int64(x) CHECKED=1
 // variant unary_abs_int64(i32): F(x)=abs_int64(x) CHECKED=1
-// variant unary_bitwise_not(i32): F(x)=(~x)
+// variant unary_bitwise_not(i32 i64): F(x)=(~x)
 // variant unary_sigmoid(f32 f16): F(x)=sigmoid(x)
 // variant unary_tanh(f32 f16): F(x)=safe_tanh(x)
 // variant unary_gelu(f32 f16): F(x)=gelu_erf(x)
@@ -36,23 +37,18 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer In { T in_data[]; };
-#ifndef CHECKED
-#define CHECKED 0
-#endif
-#if CHECKED
 #define FAULT_BINDING 2
 #include "fault.glslh"
-#endif
 // params-struct: UnaryParams
-layout(set = 0, binding = 2 + CHECKED) uniform Params {
+layout(set = 0, binding = PARAMS_BINDING) uniform Params {
   int numel;
   float a;  // float clamp min; leaky_relu slope; softplus beta; elu alpha
   float b;  // float clamp max; softplus threshold; elu scale
   float c;  // elu input_scale
-  int int_min;  // integer clamp bounds
+  int int_min;  // integer clamp bounds (their low words)
   int int_max;
-  int pad0;
-  int pad1;
+  int int_min_hi;
+  int int_max_hi;
 } p;
 
 #if IS_FLOAT
@@ -103,8 +99,8 @@ float softplus(float x) {
 }
 float elu(float x) { return x > 0.0 ? p.b * x : p.b * p.a * (exp(x * p.c) - 1.0); }
 #else
-int clamp_nan(int x) { return min(max(x, p.int_min), p.int_max); }
-int sign_nan(int x) { return sign(x); }
+CT clamp_nan(CT x) { return min(max(x, INT_PARAM(p.int_min, p.int_min_hi)), INT_PARAM(p.int_max, p.int_max_hi)); }
+CT sign_nan(CT x) { return sign(x); }
 #endif
 
 void main() {

@@ -1,5 +1,5 @@
 // where(cond, a, b) with broadcasting of all three; cond is bool stored as int.
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;

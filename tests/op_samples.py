@@ -81,6 +81,11 @@ def _ints(*sizes: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
     return torch.randint(-1000, 1000, sizes, dtype=dtype)
 
 
+def _wide_ints(*sizes: int) -> torch.Tensor:
+    """int64 values outside int32 (|x| up to 2^50; devices with shaderInt64 store int64 as int64)."""
+    return torch.randint(-2**50, 2**50, sizes, dtype=torch.int64)
+
+
 def _nonzero(*sizes: int) -> torch.Tensor:
     """Divisors: magnitudes in [0.5, 1.5) of either sign."""
     magnitudes = torch.rand(sizes) + 0.5
@@ -115,6 +120,7 @@ def _add_samples() -> List[SampleCase]:
         _binary_cases(torch.add, torch.ops.aten.add.Scalar)
         + _alpha_cases(torch.add, torch.ops.aten.add.Scalar)
         + [SampleCase("int64_broadcast", _Call(torch.add), (_ints(5, 1, 7), _ints(3, 1))),
+           SampleCase("int64_wide", _Call(lambda x, y: x + y + 3_000_000_000), (_wide_ints(7, 13), _wide_ints(13))),
            SampleCase("int32_alpha", _Call(lambda x, y: torch.add(x, y, alpha=3)),
                       (_ints(7, 13, dtype=torch.int32), _ints(13, dtype=torch.int32)))]
         # Over a million elements: more workgroups than one dispatch dimension may hold.
@@ -135,6 +141,7 @@ def _sub_samples() -> List[SampleCase]:
 def _mul_samples() -> List[SampleCase]:
     return _binary_cases(torch.mul, torch.ops.aten.mul.Scalar) + [
         SampleCase("int64_rank5", _Call(torch.mul), (_ints(2, 3, 1, 5, 3), _ints(3, 1, 1))),
+        SampleCase("int64_wide", _Call(lambda x, y: x * y * 2**20), (_wide_ints(7, 13) // 2**30, _ints(13))),
     ]
 
 
@@ -460,6 +467,7 @@ def _div_mode_samples() -> List[SampleCase]:
         SampleCase("floor_7x13", _Call(div("floor")), (_values(7, 13, scale=10.0), _nonzero(7, 13))),
         SampleCase("trunc_broadcast", _Call(div("trunc")), (_values(5, 1, 7, scale=10.0), _nonzero(3, 1))),
         SampleCase("floor_int64", _Call(div("floor")), (_ints(7, 13), nonzero_ints(7, 13))),
+        SampleCase("trunc_int64_wide", _Call(div("trunc")), (_wide_ints(7, 13), nonzero_ints(13) * 2**20)),
         SampleCase("trunc_int32_broadcast", _Call(div("trunc")),
                    (_ints(2, 3, 5, dtype=torch.int32), nonzero_ints(5).to(torch.int32))),
         SampleCase("floor_operator_int", _Call(lambda a, b: a // b), (_ints(33), nonzero_ints(33))),
@@ -592,6 +600,7 @@ def _reduce_cases(fn: Callable, ints: bool = True) -> List[SampleCase]:
     if ints:
         cases += [
             SampleCase("int64_dim1", _Call(lambda x: fn(x, 1, False)), (_ints(7, 13),)),
+            SampleCase("int64_wide_dim1", _Call(lambda x: fn(x, 1, False)), (_wide_ints(7, 13),)),
             SampleCase("int32_all", _Call(lambda x: fn(x, None, True)), (_ints(5, 7, dtype=torch.int32),)),
         ]
     return cases
@@ -676,6 +685,8 @@ def _convert_samples() -> List[SampleCase]:
         SampleCase("float_to_int32_rank5", _Call(to(torch.int32)), (_values(2, 3, 1, 5, 3, scale=50.0),)),
         SampleCase("float_to_bool", _Call(to(torch.bool)), (_edge(9, 11),)),
         SampleCase("int64_to_float", _Call(to(torch.float32)), (_ints(7, 13),)),
+        SampleCase("wide_int64_to_float", _Call(to(torch.float32)), (_wide_ints(7, 13),)),
+        SampleCase("wide_float_to_int64", _Call(to(torch.int64)), (_values(7, 13, scale=2.0**40),)),
         SampleCase("int64_to_int32", _Call(to(torch.int32)), (_ints(7, 13),)),
         SampleCase("int32_to_int64", _Call(to(torch.int64)), (_ints(33, dtype=torch.int32),)),
         SampleCase("int64_to_bool", _Call(to(torch.bool)), (_small_ints(7, 13),)),

@@ -264,15 +264,18 @@ def test_corrupted_delegate_in_pte(mlp_blob_and_pte):
 
 
 def test_int64_beyond_int32_is_an_error():
-    """int64 tensors live as int32 on the GPU: a value that does not fit is refused."""
+    """Where int64 tensors live as int32 on the GPU (INT64_STORAGE=32, as on a device without
+    shaderInt64), a value that does not fit is refused; with int64 storage it is exact."""
     class AddInts(torch.nn.Module):
         def forward(self, x, y):
             return x + y
 
     x = torch.tensor([[1, 2, 3]], dtype=torch.int64)
     em = lower(AddInts(), (x, x.clone()))
-    g = rt.Graph(delegate_blob(em))
+    g = rt.Graph(delegate_blob(em), overrides={"INT64_STORAGE": "32"})
     (out,) = g.run([np.array([[1, 2, 3]]), np.array([[4, 5, -6]])])
     assert out.dtype == np.int64 and out.tolist() == [[5, 7, -3]]
     with pytest.raises(ValueError, match="does not fit"):
         g.run([np.array([[2**40, 0, 0]]), np.array([[0, 0, 0]])])
+    (out,) = rt.Graph(delegate_blob(em)).run([np.array([[2**40, 0, 0]]), np.array([[0, 0, -2**62]])])
+    assert out.tolist() == [[2**40, 0, -2**62]]

@@ -1,6 +1,8 @@
 """GPU-side checks (glsl/fault.glslh): an index out of range, an integer division by
-zero and an int64 result outside the int32 storage fail the execute with an error
-naming the op, where eager PyTorch raises; in-range cases give eager's answer."""
+zero and, where int64 is stored as int32 (a device without shaderInt64, or
+INT64_STORAGE=32), an int64 result outside int32 fail the execute with an error
+naming the op, where eager PyTorch raises; in-range cases give eager's answer. With
+int64 storage (lavapipe has shaderInt64), int64 results outside int32 are exact."""
 import numpy as np
 import pytest
 import torch
@@ -8,9 +10,13 @@ import torch
 import vkdelegate.runtime as rt
 from helpers import delegate_blob, load_method, lower
 
-# The indices the issue measured: in range, negative, and past the end (dim size 10).
-INDEX_VALUES = (3, -1, -10, -11, 10, 11, 2**20, 2**31 - 1)
+# The indices the issue measured: in range, negative, and past the end (dim size 10);
+# int64 indices outside int32 are out of range, never wrapped to their low word.
+INDEX_VALUES = (3, -1, -10, -11, 10, 11, 2**20, 2**31 - 1, 2**32 + 1, 2**33, -2**33 + 3)
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+INT64_MIN = -2**63
+# int64 stored as int32, as on a device without shaderInt64.
+INT64_AS_INT32 = {"INT64_STORAGE": "32"}
 
 
 class Embedding(torch.nn.Module):
@@ -59,6 +65,18 @@ def graph(module, inputs, **overrides):
     return rt.Graph(delegate_blob(lower(module.eval(), inputs)), overrides=overrides or None)
 
 
+def graphs(module, inputs):
+    """The module's graph with int64 storage (this device has shaderInt64) and one with
+    int64 stored as int32 (INT64_AS_INT32), from one lowering; the second is the error
+    where loading it fails."""
+    blob = delegate_blob(lower(module.eval(), inputs))
+    try:
+        narrow = rt.Graph(blob, overrides=INT64_AS_INT32)
+    except ValueError as e:
+        narrow = e
+    return rt.Graph(blob), narrow
+
+
 def eager(module, inputs):
     """Eager's answer, or None where eager raises."""
     try:
@@ -66,6 +84,14 @@ def eager(module, inputs):
             return module(*inputs).numpy()
     except (IndexError, RuntimeError):
         return None
+
+
+def assert_outputs_equal(outs, refs):
+    """Every output of a graph equals eager's (and there are as many)."""
+    refs = refs if isinstance(refs, tuple) else (refs,)
+    assert len(outs) == len(refs)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_array_equal(out, ref.numpy())
 
 
 def check_against_eager(g, module, cases, op):
@@ -100,6 +126,20 @@ def test_indices_out_of_range(name):
     check_against_eager(g, module, cases, op)
     with pytest.raises(ValueError, match=r"index 10 is out of range for dimension \d of size 10"):
         g.run([t.numpy() for t in inputs_of(torch.tensor([0, 10]))])
+    with pytest.raises(ValueError, match=r"index 8589934592 is out of range for dimension \d of size 10"):
+        g.run([t.numpy() for t in inputs_of(torch.tensor([0, 2**33]))])
+
+
+def test_int64_indices_stored_as_int32():
+    """Where int64 is stored as int32, an index outside int32 fails at the input, one within is checked."""
+    module, inputs_of, _ = INDEX_OPS["gather"]
+    g = graph(module, inputs_of(torch.tensor([1, 2])), **INT64_AS_INT32)
+    np.testing.assert_array_equal(g.run([t.numpy() for t in inputs_of(torch.tensor([9, 0]))])[0],
+                                  module(*inputs_of(torch.tensor([9, 0]))).numpy())
+    with pytest.raises(ValueError, match="int64 value 4294967297 does not fit the int32 the GPU stores int64"):
+        g.run([t.numpy() for t in inputs_of(torch.tensor([0, 2**32 + 1]))])
+    with pytest.raises(ValueError, match="index 10 is out of range"):
+        g.run([t.numpy() for t in inputs_of(torch.tensor([0, 10]))])
 
 
 class TwoIndices(torch.nn.Module):
@@ -124,7 +164,7 @@ def test_quantized_embedding_out_of_range():
     from torchao_samples import fused_op_cases
     case_id, module, (indices,) = fused_op_cases("vkd_embedding_qw")[1]  # 7 rows
     g = graph(module, (indices,))
-    cases = [(torch.tensor([6, v, 0]),) for v in (2, -1, 7, 2**31 - 1)]
+    cases = [(torch.tensor([6, v, 0]),) for v in (2, -1, 7, 2**31 - 1, 2**32 + 2, -2**40)]
     check_against_eager(g, module, cases, "et_vk.vkd_embedding_qw.default")
 
 
@@ -142,12 +182,21 @@ class Divisions(torch.nn.Module):
         return torch.div(a, b, rounding_mode="trunc"), torch.div(a, b, rounding_mode="floor")
 
 
-@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
-def test_integer_division(dtype):
+# dtype, settings, the minimum of its storage (minimum / -1 overflows it).
+DIVISION_STORAGES = {
+    "int32": (torch.int32, {}, INT32_MIN),
+    "int64": (torch.int64, {}, INT64_MIN),
+    "int64_as_int32": (torch.int64, INT64_AS_INT32, INT32_MIN),
+}
+
+
+@pytest.mark.parametrize("storage", DIVISION_STORAGES)
+def test_integer_division(storage):
+    dtype, settings, minimum = DIVISION_STORAGES[storage]
     module = Divisions()
-    a = torch.tensor([7, -7, INT32_MIN, 5], dtype=dtype)
-    b = torch.tensor([2, 2, 3, -3], dtype=dtype)
-    g = graph(module, (a, b))
+    a = torch.tensor([7, -7, minimum, 5, minimum + 1], dtype=dtype)
+    b = torch.tensor([2, 2, 3, -3, -1], dtype=dtype)
+    g = graph(module, (a, b), **settings)
 
     def check():
         for out, ref in zip(g.run([a.numpy(), b.numpy()]), module(a, b)):
@@ -159,10 +208,11 @@ def test_integer_division(dtype):
     with pytest.raises(ValueError, match=r"aten.div.Tensor_mode\): integer division by zero \(-7 / 0\)"):
         g.run([a.numpy(), zero.numpy()])
     check()
-    # -2^31 / -1: eager's CPU kernel traps for int32; int64's answer leaves the storage.
+    # The storage's minimum / -1: eager's CPU kernel traps.
     minus_one = b.clone()
     minus_one[2] = -1
-    with pytest.raises(ValueError, match=r"-2147483648 / -1 is outside the int32 range"):
+    bits = 64 if minimum == INT64_MIN else 32
+    with pytest.raises(ValueError, match=rf"{minimum} / -1 is outside the int{bits} range"):
         g.run([a.numpy(), minus_one.numpy()])
     check()
 
@@ -196,12 +246,70 @@ INT64_CASES = {
 
 @pytest.mark.parametrize("name", INT64_CASES)
 def test_int64_leaves_int32(name):
+    """int64 stored as int32: a result outside int32 is an error; with int64 storage, eager's answer."""
     module, good, bad = INT64_CASES[name]
-    g = graph(module, good)
+    wide, g = graphs(module, good)
     np.testing.assert_array_equal(g.run([t.numpy() for t in good])[0], module(*good).numpy())
     with pytest.raises(ValueError, match="int64 result of .* leaves the int32 range the GPU stores int64 in"):
         g.run([t.numpy() for t in bad])
     np.testing.assert_array_equal(g.run([t.numpy() for t in good])[0], module(*good).numpy())
+    for inputs in (good, bad):
+        np.testing.assert_array_equal(wide.run([t.numpy() for t in inputs])[0], module(*inputs).numpy())
+
+
+class Int64Arithmetic(torch.nn.Module):
+    """int64 arithmetic whose values leave int32: constants, scalars, sums, products."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("big", torch.tensor([2**40, -3 * 2**33, 5]))
+
+    def forward(self, x):
+        y = (x + 3_000_000_000) * 3 - self.big
+        return (y, y.sum(), torch.where(x > 2**35, y, -x), torch.cat([x, self.big]).amax(), x // 7,
+                torch.maximum(x.abs(), -self.big) ** 1)
+
+
+def test_int64_arithmetic_matches_eager():
+    module = Int64Arithmetic()
+    x = torch.tensor([2**40 * 3, -2**50 + 1, 123])
+    g, narrow = graphs(module, (x,))
+    assert "binary_add_i64" in g.shaders()
+    for inputs in ((x,), (torch.tensor([2**62, -7, 2**31]),)):
+        assert_outputs_equal(g.run([inputs[0].numpy()]), module(*inputs))
+    # Stored as int32, the constants and scalars already leave it: an error at load.
+    assert "does not fit the int32 the GPU stores int64 tensors as" in str(narrow)
+
+
+class Int64Creation(torch.nn.Module):
+    def forward(self, x):
+        return (torch.arange(2**40, 2**40 + 3 * 2**35, 2**35) + x, torch.full((3,), -2**45) + x,
+                torch.nn.functional.pad(x, (1, 1), value=2**50), x.to(torch.float32), (x.float() * 4.0).long(),
+                x.to(torch.int32), x.clamp(-2**33, 2**34), x.max(dim=0).indices)
+
+
+def test_int64_creation_and_conversion():
+    module = Int64Creation()
+    x = torch.tensor([2**40 + 1, -2**33, 7])
+    g, narrow = graphs(module, (x,))
+    assert_outputs_equal(g.run([x.numpy()]), module(x))
+    assert "does not fit the int32 the GPU stores int64 tensors as" in str(narrow)
+
+
+class FloatToInt64(torch.nn.Module):
+    def forward(self, x):
+        return x.to(torch.int64)
+
+
+def test_float_to_int64_outside_int64():
+    module = FloatToInt64()
+    x = torch.tensor([2.0**62, -2.0**63, -7.9])
+    g = graph(module, (x,))
+    np.testing.assert_array_equal(g.run([x.numpy()])[0], module(x).numpy())
+    with pytest.raises(ValueError, match=r"converting 9.22337204e\+18 to int64: outside the int64 range"):
+        g.run([np.array([2.0**63, 0.0, 0.0], dtype=np.float32)])
+    with pytest.raises(ValueError, match="converting nan to int64"):
+        g.run([np.array([float("nan"), 0.0, 0.0], dtype=np.float32)])
 
 
 def test_int32_wraps_as_eager():

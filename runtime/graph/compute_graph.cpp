@@ -24,7 +24,13 @@ void Node::set_groups_1d(int64_t n, uint32_t local_x) {
   groups = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1};
 }
 
-ComputeGraph::ComputeGraph(Context& ctx, const Settings& settings) : ctx_(ctx), settings_(settings) {}
+ComputeGraph::ComputeGraph(Context& ctx, const Settings& settings) : ctx_(ctx), settings_(settings) {
+  const std::string& int64 = settings_.int64_storage;
+  if (int64 == "64" && !ctx_.info().shader_int64) {
+    throw GraphError("VKDELEGATE_INT64_STORAGE=64, but device '" + ctx_.info().name + "' lacks shaderInt64");
+  }
+  int64_storage_ = int64 == "32" || !ctx_.info().shader_int64 ? StorageType::I32 : StorageType::I64;
+}
 
 ComputeGraph::~ComputeGraph() {
   if (query_pool_) vkDestroyQueryPool(ctx_.device(), query_pool_, nullptr);
@@ -169,6 +175,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         const int dt = static_cast<int>(t->dtype());
         if (dt < 0 || dt >= kNumDTypes) throw GraphError(where + ": unknown dtype " + std::to_string(dt));
         out.dtype = static_cast<DType>(dt);
+        out.storage_type = storage_type_of(out.dtype);
         if (out.dtype == DType::Float16 &&
             !(ctx_.info().storage_16bit && ctx_.info().shader_float16)) {
           throw GraphError(where + ": the graph has float16 tensors, but device '" +
@@ -571,7 +578,7 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
       if (fault_slots_[k].value != node.tensors[b]) continue;
       if (fault_slots_[k].node >= 0) fail("internal error: a fault slot bound by two nodes");
       fault_slots_[k].node = static_cast<int>(nodes_.size()) - 1;
-      node.set_window(b, k * fault_slot_stride_, 16);
+      node.set_window(b, k * fault_slot_stride_, kFaultSlotWords * 4);
     }
   }
   node.update(*this, node);
@@ -586,6 +593,7 @@ int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
   }
   Tensor t;
   t.dtype = dtype;
+  t.storage_type = storage_type_of(dtype);
   t.sizes = t.max_sizes = max_sizes;
   t.storage = scratch_storage_;
   values_.emplace_back(std::move(t));
@@ -597,11 +605,14 @@ int ComputeGraph::add_fault_slot() {
   if (fault_storage_ < 0) {
     fault_storage_ = static_cast<int>(storages_.size());
     storages_.emplace_back();
-    fault_slot_stride_ = std::max<VkDeviceSize>(ctx_.info().min_storage_offset_alignment, 16);
+    // A binding's offset is a multiple of the alignment (a power of two).
+    const VkDeviceSize align = std::max<VkDeviceSize>(ctx_.info().min_storage_offset_alignment, 16);
+    fault_slot_stride_ = (kFaultSlotWords * 4 + align - 1) / align * align;
   }
   Tensor t;
   t.dtype = DType::Int32;
-  t.sizes = t.max_sizes = {4};
+  t.storage_type = StorageType::I32;
+  t.sizes = t.max_sizes = {kFaultSlotWords};
   t.storage = fault_storage_;
   values_.emplace_back(std::move(t));
   const int id = static_cast<int>(values_.size()) - 1;
@@ -790,7 +801,7 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
     Storage& s = storages_[t->storage];
     const size_t n = static_cast<size_t>(numel_of(t->max_sizes));
     if (s.buffer->mapped()) {
-      to_storage(t->dtype, segment + ref->offset(), s.buffer->mapped(), n);
+      to_storage(t->dtype, t->storage_type, segment + ref->offset(), s.buffer->mapped(), n);
     } else {
       uploads.push_back({&s, t, segment + ref->offset()});
       staged += (t->max_storage_nbytes() + 15) / 16 * 16;
@@ -803,7 +814,7 @@ void ComputeGraph::upload_constants(const uint8_t* segment, size_t segment_size,
   VkDeviceSize offset = 0;
   for (const Upload& u : uploads) {
     const size_t nbytes = u.tensor->max_storage_nbytes();
-    to_storage(u.tensor->dtype, u.src, staging.mapped() + offset,
+    to_storage(u.tensor->dtype, u.tensor->storage_type, u.src, staging.mapped() + offset,
                static_cast<size_t>(numel_of(u.tensor->max_sizes)));
     if (nbytes > 0) {
       VkBufferCopy region{offset, 0, nbytes};
@@ -1135,7 +1146,7 @@ void ComputeGraph::copy_input(size_t i, const void* src, size_t nbytes) {
   }
   const Storage& s = storages_[t.storage];
   uint8_t* dst = s.staging ? s.staging->mapped() : s.buffer->mapped();
-  to_storage(t.dtype, src, dst, static_cast<size_t>(t.numel()));
+  to_storage(t.dtype, t.storage_type, src, dst, static_cast<size_t>(t.numel()));
 }
 
 void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
@@ -1146,7 +1157,7 @@ void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
   }
   const Storage& s = storages_[t.storage];
   const uint8_t* src = s.staging ? s.staging->mapped() : s.buffer->mapped();
-  from_storage(t.dtype, src, dst, static_cast<size_t>(t.numel()));
+  from_storage(t.dtype, t.storage_type, src, dst, static_cast<size_t>(t.numel()));
 }
 
 void ComputeGraph::execute() {
@@ -1185,7 +1196,9 @@ void ComputeGraph::check_faults() {
     uint32_t* slot = reinterpret_cast<uint32_t*>(base + k * fault_slot_stride_);
     if (slot[0] == 0) continue;
     if (message.empty()) {
-      const int32_t value = static_cast<int32_t>(slot[2]), bound = static_cast<int32_t>(slot[3]);
+      // value and bound: two words each, low first.
+      const int64_t value = static_cast<int64_t>(static_cast<uint64_t>(slot[3]) << 32 | slot[2]);
+      const int64_t bound = static_cast<int64_t>(static_cast<uint64_t>(slot[5]) << 32 | slot[4]);
       const std::string& op = nodes_.at(fault_slots_[k].node).op;
       switch (slot[0]) {
         case kFaultIndex:
@@ -1195,29 +1208,33 @@ void ComputeGraph::check_faults() {
         case kFaultDivZero:
           message = op + ": integer division by zero (" + std::to_string(value) + " / 0)";
           break;
-        case kFaultDivOverflow:
+        case kFaultDivOverflow:  // detail: the storage's bits
           message = op + ": integer division overflows: " + std::to_string(value) + " / " +
-                    std::to_string(bound) + " is outside the int32 range";
+                    std::to_string(bound) + " is outside the int" + std::to_string(slot[1]) + " range";
           break;
         case kFaultInt64Range: {
-          // detail: the operator ('+', '-', '*', '^'; 'n': negation, 'a': abs; 'S': a sum,
-          // whose high and low words are value and bound; 'c': a float converted, value its bits).
+          // detail: the operator ('+', '-', '*', '^'; 'n': negation, 'a': abs; 'S': a sum, the value;
+          // 'c': a float converted, value its bits, bound the storage's bits: 64 where int64 is int64).
           const std::string a = std::to_string(value), b = std::to_string(bound);
-          const int64_t sum = static_cast<int64_t>(static_cast<uint64_t>(slot[2]) << 32 | slot[3]);
+          if (slot[1] == 'c' && bound == 64) {
+            message = op + ": converting " + float_text(slot[2]) + " to int64: outside the int64 range";
+            break;
+          }
           const std::string expr = slot[1] == 'n'   ? "-(" + a + ")"
                                    : slot[1] == 'a' ? "abs(" + a + ")"
-                                   : slot[1] == 'S' ? "a sum, " + std::to_string(sum) + ","
+                                   : slot[1] == 'S' ? "a sum, " + a + ","
                                    : slot[1] == '^' ? a + " ** " + b
                                    : slot[1] == 'c' ? "converting " + float_text(slot[2])
                                                     : a + " " + static_cast<char>(slot[1] & 0x7f) + " " + b;
-          message = op + ": int64 result of " + expr + " leaves the int32 range the GPU stores int64 in";
+          message = op + ": int64 result of " + expr + " leaves the int32 range the GPU stores int64 in" +
+                    " (this device has no shaderInt64, or VKDELEGATE_INT64_STORAGE=32)";
           break;
         }
         default:
           message = op + ": unknown GPU fault code " + std::to_string(slot[0]);
       }
     }
-    std::memset(slot, 0, 16);
+    std::memset(slot, 0, kFaultSlotWords * 4);
   }
   if (!message.empty()) throw ExecuteFault(message);
 }

@@ -121,7 +121,7 @@ class ComputeGraph {
   // (it appends a value).
   int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
   // GPU-side checks (glsl/fault.glslh): a tensor value for one node's fault
-  // slot, four words of the graph's host-visible fault buffer, to bind as that
+  // slot, kFaultSlotWords words of the graph's host-visible fault buffer, to bind as that
   // node's last storage binding (add_node gives it its window). -1 where the
   // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
   // unchecked variant then. Take references to values only after this call.
@@ -136,6 +136,10 @@ class ComputeGraph {
   // Adds a node without a dispatch or tensors that computes SymInt values; its
   // update runs at build and whenever input sizes change, in chain order.
   Node& add_scalar_node(const std::string& op, UpdateFn update);
+  // How this graph stores tensors of dtype t on the GPU (values.h: StorageType):
+  // int64 as int64 where the device has shaderInt64, unless the settings say
+  // INT64_STORAGE=32. Every tensor's storage_type comes from here.
+  StorageType storage_type_of(DType t) const { return storage_type(t, int64_storage_); }
   // The op being built (for messages).
   const std::string& current_op() const { return current_op_; }
   [[noreturn]] void fail(const std::string& msg) const;
@@ -208,6 +212,7 @@ class ComputeGraph {
 
   Context& ctx_;
   const Settings settings_;
+  StorageType int64_storage_ = StorageType::I32;
   std::vector<Value> values_;
   std::vector<int> input_ids_;
   std::vector<int> output_ids_;
@@ -235,7 +240,8 @@ class ComputeGraph {
     int node;   // the node that binds it (-1 until add_node)
   };
   std::vector<FaultSlot> fault_slots_;
-  VkDeviceSize fault_slot_stride_ = 16;
+  static constexpr int kFaultSlotWords = 6;  // glsl/fault.glslh's fault_slot
+  VkDeviceSize fault_slot_stride_ = 32;
   std::mutex mutex_;
 };
 

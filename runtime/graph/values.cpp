@@ -32,21 +32,29 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-StorageType storage_type(DType t) {
+StorageType storage_type(DType t, StorageType int64_storage) {
   switch (t) {
     case DType::Float32: return StorageType::F32;
     case DType::Float16: return StorageType::F16;
+    case DType::Int64: return int64_storage;
     default: return StorageType::I32;
   }
 }
 
-size_t storage_size(DType t) { return storage_type(t) == StorageType::F16 ? 2 : 4; }
+size_t storage_size(StorageType s) {
+  switch (s) {
+    case StorageType::F16: return 2;
+    case StorageType::I64: return 8;
+    default: return 4;
+  }
+}
 
-const char* storage_suffix(DType t) {
-  switch (storage_type(t)) {
+const char* storage_suffix(StorageType s) {
+  switch (s) {
     case StorageType::F32: return "f32";
     case StorageType::F16: return "f16";
     case StorageType::I32: return "i32";
+    case StorageType::I64: return "i64";
   }
   return "?";
 }
@@ -62,17 +70,26 @@ void narrow(const int32_t* src, void* dst, size_t n) {
   To* d = static_cast<To*>(dst);
   for (size_t i = 0; i < n; ++i) d[i] = static_cast<To>(src[i]);
 }
+// The storage of dtype t is its host layout: a copy.
+bool same_layout(DType t, StorageType s) {
+  return dtype_size(t) == storage_size(s) && (is_float_dtype(t) || t == DType::Int32 || t == DType::Int64);
+}
 }  // namespace
 
-void to_storage(DType t, const void* src, void* dst, size_t n) {
+void to_storage(DType t, StorageType st, const void* src, void* dst, size_t n) {
+  if (same_layout(t, st)) {
+    std::memcpy(dst, src, n * dtype_size(t));
+    return;
+  }
   int32_t* out = static_cast<int32_t*>(dst);
   switch (t) {
-    case DType::Int64: {
+    case DType::Int64: {  // int32 storage
       const int64_t* s = static_cast<const int64_t*>(src);
       for (size_t i = 0; i < n; ++i) {
         if (s[i] < INT32_MIN || s[i] > INT32_MAX) {
           throw GraphError("int64 value " + std::to_string(s[i]) +
-                           " does not fit the int32 the GPU stores int64 tensors as");
+                           " does not fit the int32 the GPU stores int64 tensors as (this device has no "
+                           "shaderInt64, or VKDELEGATE_INT64_STORAGE=32)");
         }
         out[i] = static_cast<int32_t>(s[i]);
       }
@@ -81,11 +98,15 @@ void to_storage(DType t, const void* src, void* dst, size_t n) {
     case DType::Bool: widen<uint8_t>(src, out, n); for (size_t i = 0; i < n; ++i) out[i] = out[i] != 0; return;
     case DType::Int8: widen<int8_t>(src, out, n); return;
     case DType::UInt8: widen<uint8_t>(src, out, n); return;
-    default: std::memcpy(dst, src, n * dtype_size(t)); return;
+    default: throw GraphError(std::string("internal error: no storage of ") + dtype_name(t) + " as " + storage_suffix(st));
   }
 }
 
-void from_storage(DType t, const void* src, void* dst, size_t n) {
+void from_storage(DType t, StorageType st, const void* src, void* dst, size_t n) {
+  if (same_layout(t, st)) {
+    std::memcpy(dst, src, n * dtype_size(t));
+    return;
+  }
   const int32_t* in = static_cast<const int32_t*>(src);
   switch (t) {
     case DType::Int64: narrow<int64_t>(in, dst, n); return;
@@ -96,7 +117,7 @@ void from_storage(DType t, const void* src, void* dst, size_t n) {
     }
     case DType::Int8: narrow<int8_t>(in, dst, n); return;
     case DType::UInt8: narrow<uint8_t>(in, dst, n); return;
-    default: std::memcpy(dst, src, n * dtype_size(t)); return;
+    default: throw GraphError(std::string("internal error: no storage of ") + dtype_name(t) + " as " + storage_suffix(st));
   }
 }
 

@@ -19,8 +19,8 @@ class GraphError : public std::runtime_error {
 };
 
 // A fault the GPU-side checks found in an execute's data (an index out of range, an
-// integer division by zero, an int64 result outside int32): the inputs are wrong,
-// not the graph.
+// integer division by zero, an int64 result outside an int32 storage): the inputs
+// are wrong, not the graph.
 class ExecuteFault : public GraphError {
  public:
   using GraphError::GraphError;
@@ -41,20 +41,25 @@ constexpr int kNumDTypes = 7;
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 
-// How each graph dtype is stored on the GPU. int64, bool and 8-bit integers
-// live as int32: every GPU has 32-bit integer storage, while 64-bit and 8-bit
-// storage are optional. Values are converted where a tensor crosses the host
-// boundary (inputs, outputs, constants); an int64 that does not fit is an error.
-enum class StorageType { F32, F16, I32 };
-StorageType storage_type(DType t);
-size_t storage_size(DType t);
-// Suffix of the shader variant for this storage: "f32", "f16" or "i32".
-const char* storage_suffix(DType t);
+// How a graph dtype is stored on the GPU. bool and 8-bit integers live as int32:
+// every GPU has 32-bit integer storage, while 8-bit storage is optional. int64 is
+// int64 (I64) where the device has shaderInt64, else int32 (I32: every op then
+// checks that int64 results stay within int32, glsl/fault.glslh); the graph
+// decides it once (ComputeGraph::storage_type_of) and each tensor carries it.
+// Values are converted where a tensor crosses the host boundary (inputs,
+// outputs, constants); an int64 that does not fit an int32 storage is an error.
+enum class StorageType { F32, F16, I32, I64 };
+// `int64_storage`: I32 or I64, the graph's choice for int64.
+StorageType storage_type(DType t, StorageType int64_storage);
+size_t storage_size(StorageType s);
+// Suffix of the shader variant for this storage: "f32", "f16", "i32" or "i64".
+const char* storage_suffix(StorageType s);
+inline bool is_int_storage(StorageType s) { return s == StorageType::I32 || s == StorageType::I64; }
 // float32 or float16: the float variants of a shader family.
 inline bool is_float_dtype(DType t) { return t == DType::Float32 || t == DType::Float16; }
 // n elements: graph dtype on the host <-> storage type on the GPU.
-void to_storage(DType t, const void* src, void* dst, size_t n);
-void from_storage(DType t, const void* src, void* dst, size_t n);
+void to_storage(DType t, StorageType s, const void* src, void* dst, size_t n);
+void from_storage(DType t, StorageType s, const void* src, void* dst, size_t n);
 
 using Sizes = std::vector<int64_t>;
 std::string sizes_str(const Sizes& s);
@@ -69,6 +74,7 @@ constexpr int kMaxRank = 8;
 
 struct Tensor {
   DType dtype = DType::Float32;
+  StorageType storage_type = StorageType::F32;  // how the GPU stores it (ComputeGraph::storage_type_of)
   Sizes sizes;      // current sizes
   Sizes max_sizes;  // upper bound; the storage is allocated for it
   Sizes min_sizes;  // graph inputs: the smallest sizes an execute may give (empty: no bound)
@@ -86,9 +92,9 @@ struct Tensor {
     return static_cast<size_t>(numel_of(max_sizes)) * dtype_size(dtype);
   }
   // Sizes on the GPU (see StorageType).
-  size_t storage_nbytes() const { return static_cast<size_t>(numel()) * storage_size(dtype); }
+  size_t storage_nbytes() const { return static_cast<size_t>(numel()) * storage_size(storage_type); }
   size_t max_storage_nbytes() const {
-    return static_cast<size_t>(numel_of(max_sizes)) * storage_size(dtype);
+    return static_cast<size_t>(numel_of(max_sizes)) * storage_size(storage_type);
   }
   Sizes strides() const;  // contiguous strides of the current sizes
 };

@@ -177,7 +177,7 @@ void add_convolution_fused(ComputeGraph& g, const OpArgs& a, Epilogue epi) {
                }
              });
   if (splits > 1) {
-    g.add_node(g.current_op(), std::string("conv2d_splitk_reduce_") + storage_suffix(g.tensor(out).dtype), kLocal1D,
+    g.add_node(g.current_op(), std::string("conv2d_splitk_reduce_") + storage_suffix(g.tensor(out).storage_type), kLocal1D,
                {out, part, bias >= 0 ? bias : part, epi.residual >= 0 ? epi.residual : part},
                [=](ComputeGraph& g, Node& node) {
                  const Tensor& o = g.tensor(out);  // sized by the convolution's update, before this one

@@ -14,20 +14,21 @@ namespace {
 
 bool is_float(ComputeGraph& g, int id) { return is_float_dtype(g.tensor(id).dtype); }
 
-// Float32, float16 and the dtypes stored as int32; `what` names the op's limits in errors.
+// Float32, float16 and the dtypes stored as integers.
 enum class Types { Any, FloatOnly, IntOnly };
 
 void require_types(ComputeGraph& g, int id, Types types) {
   const DType dt = g.tensor(id).dtype;
-  const bool is_int = storage_type(dt) == StorageType::I32;
+  const bool is_int = is_int_storage(g.tensor(id).storage_type);
   const bool ok = types == Types::FloatOnly ? is_float_dtype(dt)
                   : types == Types::IntOnly ? is_int
                                             : is_float_dtype(dt) || is_int;
   if (!ok) g.fail(std::string("dtype ") + dtype_name(dt) + " is not supported");
 }
 
-// A Scalar argument applied to an integer tensor: it must be an integer in int32 range.
-int32_t int_scalar(ComputeGraph& g, int id) {
+// A Scalar argument applied to integer tensor `tensor_id`: an integer its storage holds
+// (int32 storage: within int32).
+int64_t int_scalar(ComputeGraph& g, int id, int tensor_id) {
   Value& v = g.value(id);
   int64_t x = 0;
   if (auto* i = std::get_if<int64_t>(&v)) {
@@ -37,10 +38,8 @@ int32_t int_scalar(ComputeGraph& g, int id) {
   } else {
     g.fail("a non-integer scalar with an integer tensor is not supported (no type promotion)");
   }
-  if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
-    g.fail("scalar " + std::to_string(x) + " does not fit in int32");
-  }
-  return static_cast<int32_t>(x);
+  check_int_storage(g, tensor_id, x, "scalar");
+  return x;
 }
 
 // Sets out's sizes (a and b broadcast) and the broadcast fields binary.glsl and
@@ -63,16 +62,16 @@ void fill_broadcast(ComputeGraph& g, int a, int b, int out, Params& p) {
 constexpr LocalSize kBinaryLocal{256, 1, 1};
 constexpr int64_t kBinaryElems = 4;
 
-// The variant of `shader` that checks for integer faults on tensor `id`'s dtype
+// The variant of `shader` that checks for integer faults on tensor `id`
 // (glsl/fault.glslh), or "" where it needs none: integer division by zero on any
-// integer dtype, and for int64 (int32 storage) results outside int32.
+// integer dtype, and for int64 stored as int32 results outside int32.
 std::string checked_variant(ComputeGraph& g, const std::string& shader, int id) {
-  const DType dt = g.tensor(id).dtype;
-  if (storage_type(dt) != StorageType::I32 || dt == DType::Bool) return "";
+  const Tensor& t = g.tensor(id);
+  if (!is_int_storage(t.storage_type) || t.dtype == DType::Bool) return "";
   for (const char* div : {"binary_div_trunc", "binary_div_floor"}) {
     if (shader == div) return shader + "_checked";
   }
-  if (dt != DType::Int64) return "";
+  if (t.dtype != DType::Int64 || t.storage_type != StorageType::I32) return "";
   for (const char* op : {"binary_add", "binary_sub", "binary_mul", "binary_pow", "scalar_add", "scalar_sub",
                          "scalar_mul", "scalar_pow", "scalar_rpow", "unary_neg", "unary_abs"}) {
     if (shader == op) return shader + "_int64";
@@ -129,7 +128,8 @@ void add_compare_scalar(ComputeGraph& g, int a, int scalar_id, int out, const st
   if (is_float(g, a)) {
     base.scalar = static_cast<float>(scalar_id >= 0 ? g.get_double(scalar_id) : fixed);
   } else {
-    base.int_scalar = scalar_id >= 0 ? int_scalar(g, scalar_id) : static_cast<int32_t>(fixed);
+    split_int(scalar_id >= 0 ? int_scalar(g, scalar_id, a) : static_cast<int64_t>(fixed), base.int_scalar,
+              base.int_scalar_hi);
   }
   g.add_node(g.current_op(), variant(g, shader, a), kLocal1D, {out, a},
              [a, out, base](ComputeGraph& g, Node& node) {
@@ -168,8 +168,7 @@ void add_where(ComputeGraph& g, int cond, int a, int b, int out) {
 
 
 UnaryParams unary_params(float a = 0, float b = 0, float c = 0) {
-  return UnaryParams{0, a, b, c, std::numeric_limits<int32_t>::min(),
-                     std::numeric_limits<int32_t>::max(), 0, 0};
+  return UnaryParams{0, a, b, c, 0, 0, 0, 0};
 }
 
 void add_unary(ComputeGraph& g, int in, int out, const std::string& shader, Types types,
@@ -195,11 +194,12 @@ void add_binary_scalar(ComputeGraph& g, int in, int scalar_id, int out, const st
                        Types types, float alpha = 1.0f) {
   require_same_dtype(g, {in, out});
   require_types(g, out, types);
-  ScalarParams base{0, 0.0f, alpha, 0};
+  ScalarParams base{};
+  base.alpha = alpha;
   if (is_float(g, in)) {
     base.scalar = static_cast<float>(g.get_double(scalar_id));
   } else {
-    base.int_scalar = int_scalar(g, scalar_id);
+    split_int(int_scalar(g, scalar_id, in), base.int_scalar, base.int_scalar_hi);
   }
   std::vector<int> tensors{out, in};
   const std::string name = node_shader(g, shader, out, tensors);
@@ -226,8 +226,11 @@ void add_clamp(ComputeGraph& g, int in, int out, int min_id, int max_id) {
     if (has_min) p.a = get_float(g, min_id);
     if (has_max) p.b = get_float(g, max_id);
   } else {
-    if (has_min) p.int_min = int_scalar(g, min_id);
-    if (has_max) p.int_max = int_scalar(g, max_id);
+    const bool wide = g.tensor(in).storage_type == StorageType::I64;
+    const int64_t lowest = wide ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
+    const int64_t highest = wide ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int32_t>::max();
+    split_int(has_min ? int_scalar(g, min_id, in) : lowest, p.int_min, p.int_min_hi);
+    split_int(has_max ? int_scalar(g, max_id, in) : highest, p.int_max, p.int_max_hi);
   }
   add_unary(g, in, out, "unary_clamp", Types::Any, p);
 }

@@ -128,6 +128,7 @@ void add_embedding_gguf(ComputeGraph& g, const OpArgs& a) {
     p.rows = static_cast<int32_t>(rows);
     p.chunks = static_cast<int32_t>(dim / 32);
     p.blocks_per_row = static_cast<int32_t>(blocks_per_row);
+    p.index_words = index_words(g.tensor(indices));
     node.set_params(p);
     node.set_groups_1d(work, kLocal[0]);
   });

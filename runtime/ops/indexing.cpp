@@ -55,9 +55,11 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
   tensors.insert(tensors.end(), indices.begin(), indices.end());
   const std::string base = "index_gather" + std::to_string(nidx);
   const std::string shader = with_fault_slot(g, tensors, base, base + "_nocheck") + "_" +
-                             storage_suffix(g.tensor(out).dtype);
+                             storage_suffix(g.tensor(out).storage_type);
+  int32_t words = 0;  // bit k: index tensor k has two words per element
+  for (int k = 0; k < nidx; ++k) words |= (index_words(g.tensor(indices[k])) - 1) << k;
   Node& node = g.add_node(g.current_op(), shader, kLocal1D, tensors,
-                          [out, plan, negative, window_begin, window_rows](ComputeGraph& g, Node& node) {
+                          [out, plan, negative, window_begin, window_rows, words](ComputeGraph& g, Node& node) {
     const IndexPlan pl = plan(g);
     if (pl.out_sizes.size() > static_cast<size_t>(kMaxRank)) g.fail("the output would have rank above 8");
     for (int64_t s : pl.sel_sizes) {
@@ -75,6 +77,7 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
       p.sel_dims[k] = static_cast<int32_t>(pl.sel_dims[k]);
     }
     p.wrap_negative = negative == Negative::Wrap;
+    p.index_words = words;
     p.numel = static_cast<int32_t>(o.numel());
     p.rank = static_cast<int32_t>(o.dim());
     p.window_begin = static_cast<int32_t>(window_begin);
@@ -85,7 +88,7 @@ void add_index_gather(ComputeGraph& g, int out, int in, const std::vector<int>& 
   if (window_rows > 0) {
     const Tensor& t = g.tensor(in);
     const VkDeviceSize row_bytes = static_cast<VkDeviceSize>(numel_of(t.max_sizes) / t.max_sizes[0]) *
-                                   storage_size(t.dtype);
+                                   storage_size(t.storage_type);
     node.set_window(1, window_begin * row_bytes,
                     std::min<int64_t>(window_rows, t.max_sizes[0] - window_begin) * row_bytes);
   }
@@ -260,10 +263,23 @@ void add_index_tensor(ComputeGraph& g, const OpArgs& a) {
   });
 }
 
-// Converts a fill value for the output's storage.
-int32_t int_fill(ComputeGraph& g, double v) {
-  if (!(std::fabs(v) < 2147483648.0)) g.fail("fill value " + std::to_string(v) + " does not fit in int32");
-  return static_cast<int32_t>(v);
+// A fill value (full, constant_pad_nd) or arange's start and step for an integer
+// tensor: exact where the argument is an int; int32 storage must hold it.
+int64_t int_fill(ComputeGraph& g, int out, const Value& v, const char* what) {
+  int64_t x;
+  if (const auto* s = std::get_if<SymInt>(&v)) return int_fill(g, out, Value(s->value), what);
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    x = *i;
+  } else if (const auto* b = std::get_if<bool>(&v)) {
+    x = *b;
+  } else {
+    if (!std::holds_alternative<double>(v)) g.fail(std::string(what) + " must be a number");
+    const double d = std::get<double>(v);
+    if (!(std::fabs(d) < 9223372036854775808.0)) g.fail(std::string(what) + " " + std::to_string(d) + " does not fit in int64");
+    x = static_cast<int64_t>(d);
+  }
+  check_int_storage(g, out, x, what);
+  return x;
 }
 
 // constant_pad_nd(self, pad, value): pad[2i], pad[2i+1] go before and after dim rank-1-i.
@@ -272,11 +288,12 @@ void add_constant_pad(ComputeGraph& g, const OpArgs& a) {
   require_same_dtype(g, {in, out});
   const IntList pad = g.get_int_list(a.at(1));
   const double value = g.get_double(a.at(2));
+  const Value value_arg = g.value(a.at(2));
   if (pad.size() % 2 != 0) g.fail("pad needs pairs of (before, after)");
   for (int64_t p : pad) int32_arg(g, p, "pad");
   if (static_cast<int64_t>(pad.size()) > 2 * g.tensor(in).dim()) g.fail("pad has more pairs than the input has dims");
   const bool is_float = is_float_dtype(g.tensor(out).dtype);
-  const int32_t ivalue = is_float ? 0 : int_fill(g, value);
+  const int64_t ivalue = is_float ? 0 : int_fill(g, out, value_arg, "fill value");
   g.add_node(g.current_op(), variant(g, "constant_pad", out), kLocal1D, {out, in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
@@ -297,7 +314,7 @@ void add_constant_pad(ComputeGraph& g, const OpArgs& a) {
                p.numel = static_cast<int32_t>(o.numel());
                p.rank = static_cast<int32_t>(rank);
                p.fvalue = static_cast<float>(value);
-               p.ivalue = ivalue;
+               split_int(ivalue, p.ivalue, p.ivalue_hi);
                node.set_params(p);
                node.set_groups_1d(o.numel(), kLocal1D[0]);
              });
@@ -366,23 +383,45 @@ void add_roll(ComputeGraph& g, const OpArgs& a) {
              });
 }
 
-// out[i] = start + i * step, with sizes from `sizes_of` (run at every update).
-void add_fill(ComputeGraph& g, int out, double start, double step, std::function<Sizes(ComputeGraph&)> sizes_of) {
+// out[i] = start + i * step, with sizes from `sizes_of` (run at every update);
+// `last`: the index of the last element where it is known at build (arange), whose
+// value the output's integer storage must hold too.
+void add_fill(ComputeGraph& g, int out, const Value& start_arg, const Value& step_arg,
+              std::function<Sizes(ComputeGraph&)> sizes_of, int64_t last = 0) {
   const bool is_float = is_float_dtype(g.tensor(out).dtype);
-  if (!is_float && storage_type(g.tensor(out).dtype) != StorageType::I32) {
+  if (!is_float && !is_int_storage(g.tensor(out).storage_type)) {
     g.fail(std::string("filling ") + dtype_name(g.tensor(out).dtype) + " tensors is not supported");
   }
+  const auto as_double = [&](const Value& v) {
+    if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+    if (const auto* s = std::get_if<SymInt>(&v)) return static_cast<double>(s->value);
+    if (const auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
+    if (const auto* d = std::get_if<double>(&v)) return *d;
+    g.fail("fill values must be numbers");
+  };
+  const double start = as_double(start_arg), step = as_double(step_arg);
+  int64_t istart = 0, istep = 0;
   if (g.tensor(out).dtype == DType::Bool) {
-    start = start != 0.0;
-    step = 0.0;
+    istart = start != 0.0;
+  } else if (!is_float) {
+    istart = int_fill(g, out, start_arg, "fill value");
+    istep = int_fill(g, out, step_arg, "step");
+    int64_t end;
+    if (__builtin_mul_overflow(last, istep, &end) || __builtin_add_overflow(end, istart, &end)) {
+      g.fail("the last value of the fill leaves int64");
+    }
+    check_int_storage(g, out, end, "the last value");
   }
-  const int32_t istart = is_float ? 0 : int_fill(g, start);
-  const int32_t istep = is_float ? 0 : int_fill(g, step);
   g.add_node(g.current_op(), variant(g, "fill", out), kLocal1D, {out}, [=](ComputeGraph& g, Node& node) {
     Tensor& o = g.tensor(out);
     o.sizes = sizes_of(g);
-    node.set_params(FillParams{static_cast<float>(start), static_cast<float>(step), istart, istep,
-                               static_cast<int32_t>(o.numel()), 0, 0, 0});
+    FillParams p{};
+    p.fstart = static_cast<float>(start);
+    p.fstep = static_cast<float>(step);
+    split_int(istart, p.istart, p.istart_hi);
+    split_int(istep, p.istep, p.istep_hi);
+    p.numel = static_cast<int32_t>(o.numel());
+    node.set_params(p);
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
 }
@@ -403,23 +442,24 @@ VKD_REGISTER_OPS(register_indexing_ops) {
     for (int64_t s : size) {
       if (s < 0) g.fail("full sizes must not be negative");
     }
-    add_fill(g, a.back(), g.get_double(a.at(1)), 0.0, [size](ComputeGraph&) { return Sizes(size.begin(), size.end()); });
+    add_fill(g, a.back(), g.value(a.at(1)), int64_t{0}, [size](ComputeGraph&) { return Sizes(size.begin(), size.end()); });
   });
   // full_like(self, fill_value, *, dtype, layout, device, pin_memory, memory_format)
   register_op("aten.full_like.default", [](ComputeGraph& g, const OpArgs& a) {
     const int in = a.at(0);
-    add_fill(g, a.back(), g.get_double(a.at(1)), 0.0, [in](ComputeGraph& g) { return g.tensor(in).sizes; });
+    add_fill(g, a.back(), g.value(a.at(1)), int64_t{0}, [in](ComputeGraph& g) { return g.tensor(in).sizes; });
   });
   // scalar_tensor(s, *, dtype, layout, device, pin_memory)
   register_op("aten.scalar_tensor.default", [](ComputeGraph& g, const OpArgs& a) {
-    add_fill(g, a.back(), g.get_double(a.at(0)), 0.0, [](ComputeGraph&) { return Sizes{}; });
+    add_fill(g, a.back(), g.value(a.at(0)), int64_t{0}, [](ComputeGraph&) { return Sizes{}; });
   });
   // arange.start_step(start, end, step, *, dtype, layout, device, pin_memory)
   register_op("aten.arange.start_step", [](ComputeGraph& g, const OpArgs& a) {
     const double start = g.get_double(a.at(0)), end = g.get_double(a.at(1)), step = g.get_double(a.at(2));
     if (step == 0.0 || (end - start) / step < 0.0) g.fail("arange needs a step toward end");
     const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-    add_fill(g, a.back(), start, step, [n](ComputeGraph&) { return Sizes{n}; });
+    add_fill(g, a.back(), g.value(a.at(0)), g.value(a.at(2)), [n](ComputeGraph&) { return Sizes{n}; },
+             std::max<int64_t>(n - 1, 0));
   });
 }
 

@@ -55,6 +55,7 @@ void add_index_put(ComputeGraph& g, const OpArgs& a) {
     p.rank = static_cast<int32_t>(rank);
     p.dim = static_cast<int32_t>(dim);
     p.dim_size = static_cast<int32_t>(s.sizes[dim]);
+    p.index_words = index_words(g.tensor(index));
     node.set_params(p);
     node.set_groups_1d(v.numel(), kLocal1D[0]);
   });

@@ -12,7 +12,7 @@ bool subgroup_ops(ComputeGraph& g) {
 }  // namespace
 
 std::string variant(ComputeGraph& g, const std::string& base, int id) {
-  const std::string suffix = std::string("_") + storage_suffix(g.tensor(id).dtype);
+  const std::string suffix = std::string("_") + storage_suffix(g.tensor(id).storage_type);
   if (subgroup_ops(g)) {
     const std::string sg = base + "_sg" + suffix;
     if (find_shader(sg) != nullptr) return sg;

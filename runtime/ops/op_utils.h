@@ -113,6 +113,27 @@ inline IntPair pair_arg(ComputeGraph& g, int id, const char* what, std::optional
   return {v[0], v[1]};
 }
 
+// An integer parameter as two int32 words, low and high (glsl/common.glslh's INT_PARAM).
+inline void split_int(int64_t v, int32_t& lo, int32_t& hi) {
+  lo = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+  hi = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v) >> 32));
+}
+
+// Fails where tensor `id`'s integer storage cannot hold `x` (int32 storage: outside int32);
+// `what` names x.
+inline void check_int_storage(ComputeGraph& g, int id, int64_t x, const std::string& what) {
+  const Tensor& t = g.tensor(id);
+  if (t.storage_type == StorageType::I64 || (x >= INT32_MIN && x <= INT32_MAX)) return;
+  g.fail(what + " " + std::to_string(x) +
+         (t.dtype == DType::Int64 ? " does not fit the int32 the GPU stores int64 tensors as (this device has no "
+                                    "shaderInt64, or VKDELEGATE_INT64_STORAGE=32)"
+                                  : " does not fit in int32"));
+}
+
+// Words per element of an index tensor as the shaders read it (glsl/common.glslh's
+// READ_INDEX): 2 for int64 storage, else 1.
+inline int32_t index_words(const Tensor& t) { return t.storage_type == StorageType::I64 ? 2 : 1; }
+
 // Writes up to 8 sizes/strides into an int32[8] parameter field.
 inline void pack8(int32_t dst[8], const Sizes& v) {
   for (int i = 0; i < 8; ++i) dst[i] = i < static_cast<int>(v.size()) ? static_cast<int32_t>(v[i]) : 1;

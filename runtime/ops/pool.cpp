@@ -62,6 +62,7 @@ void add_pool(ComputeGraph& g, const std::string& shader, std::vector<int> outs,
     p.pad_h = win.ph, p.pad_w = win.pw, p.dil_h = win.dh, p.dil_w = win.dw;
     p.count_include_pad = count_include_pad;
     p.divisor_override = static_cast<int32_t>(divisor_override);
+    p.index_words = outs.size() > 1 ? index_words(g.tensor(outs[1])) : 1;
     node.set_params(p);
     node.set_groups_1d(p.total, kLocal1D[0]);
   });
@@ -85,7 +86,9 @@ VKD_REGISTER_OPS(register_pool_ops) {
     std::tie(w.dh, w.dw) = pair_arg(g, a[4], "dilation", IntPair{1, 1});
     w.ceil_mode = g.get_bool(a[5]);
     check_window(g, w);
-    if (storage_type(g.tensor(a[7]).dtype) != StorageType::I32) g.fail("indices must be an integer tensor");
+    if (g.tensor(a[7]).dtype != DType::Int32 && g.tensor(a[7]).dtype != DType::Int64) {
+      g.fail("indices must be an int32 or int64 tensor");
+    }
     add_pool(g, "max_pool2d", {a[6], a[7]}, a[0], w, false, 0, false, {0, 0});
   });
   // avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)

@@ -146,6 +146,7 @@ void add_q8ta_conv2d(ComputeGraph& g, const OpArgs& a) {
     p.total = static_cast<int32_t>(o.numel());
     p.x_zero_point = x_zero_point, p.out_zero_point = r.zero_point, p.out_min = r.out_min, p.out_max = r.out_max;
     p.x_scale = x_scale, p.inv_out_scale = inv_out;
+    p.zero_words = index_words(g.tensor(w.zeros));  // int64 zero points: their low words
     node.set_params(p);
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });
@@ -177,6 +178,7 @@ void add_q8ta_linear(ComputeGraph& g, const OpArgs& a) {
     p.K = K, p.N = N, p.total = static_cast<int32_t>(o.numel()), p.has_bias = w.bias >= 0;
     p.x_zero_point = x_zero_point, p.out_zero_point = r.zero_point, p.out_min = r.out_min, p.out_max = r.out_max;
     p.x_scale = x_scale, p.inv_out_scale = inv_out;
+    p.zero_words = index_words(g.tensor(w.zeros));  // int64 zero points: their low words
     node.set_params(p);
     node.set_groups_1d(o.numel(), kLocal1D[0]);
   });

@@ -211,6 +211,7 @@ void add_quantized_embedding(ComputeGraph& g, const OpArgs& a) {
     p.rows = static_cast<int32_t>(rows), p.words_per_row = static_cast<int32_t>(words_for(dim, bits));
     p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
     p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0;
+    p.index_words = index_words(g.tensor(indices));
     node.set_params(p);
     node.set_groups_1d(numel, kLocal1D[0]);
   });

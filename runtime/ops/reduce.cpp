@@ -27,15 +27,28 @@ enum class Divide { None, Count, CountLessCorrection };
 void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, IntList dims, bool keepdim,
                 Divide divide = Divide::None, double correction = 0.0) {
   const DType in_dt = g.tensor(in).dtype;
-  if (!is_float_dtype(in_dt) && storage_type(in_dt) != StorageType::I32) {
+  const StorageType in_st = g.tensor(in).storage_type, out_st = g.tensor(out).storage_type;
+  if (!is_float_dtype(in_dt) && !is_int_storage(in_st)) {
     g.fail(std::string("dtype ") + dtype_name(in_dt) + " is not supported");
   }
   reduced_dims(g, dims, g.tensor(in).dim());  // checks the dims now, not at the first execute
   std::vector<int> tensors{out, in};
-  // An int64 sum (int32 storage) checks that its total fits (glsl/reduce.glsl).
-  const std::string name = shader == "reduce_sum" && g.tensor(out).dtype == DType::Int64
-                               ? with_fault_slot(g, tensors, variant(g, "reduce_sum_int64", in), variant(g, shader, in))
-                               : variant(g, shader, in);
+  // The output is stored like the input, but for positions (argmax, argmin) and for
+  // int64 sums of int32 storage (int32, bool, int8) where int64 is int64.
+  const bool arg = shader == "reduce_argmax" || shader == "reduce_argmin";
+  const bool widening_sum = shader == "reduce_sum" && in_st == StorageType::I32 && out_st == StorageType::I64;
+  if (!arg && !widening_sum && in_st != out_st) {
+    g.fail(std::string("conversion ") + dtype_name(in_dt) + " -> " + dtype_name(g.tensor(out).dtype) +
+           " in a reduction is not supported");
+  }
+  std::string name = variant(g, shader, in);
+  if (widening_sum) {
+    name = variant(g, "reduce_sum_of_i32", out);
+  } else if (shader == "reduce_sum" && g.tensor(out).dtype == DType::Int64 && out_st == StorageType::I32) {
+    // int64 stored as int32: the sum checks that its total fits (glsl/reduce.glsl).
+    name = with_fault_slot(g, tensors, variant(g, "reduce_sum_int64", in), name);
+  }
+  const int32_t words = arg ? index_words(g.tensor(out)) : 1;
   g.add_node(g.current_op(), name, kReduceLocal, tensors,
              [=](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
@@ -72,6 +85,7 @@ void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, Int
                            : divide == Divide::CountLessCorrection
                                ? static_cast<float>(std::max(0.0, static_cast<double>(red_numel) - correction))
                                : 1.0f;
+               p.index_words = words;
                node.set_params(p);
                node.set_groups_1d(o.numel(), 1);  // one workgroup per output element
              });
@@ -79,11 +93,12 @@ void add_reduce(ComputeGraph& g, int in, int out, const std::string& shader, Int
 
 IntList optional_dims(ComputeGraph& g, int id) { return g.is_null(id) ? IntList{} : g.get_int_list(id); }
 
-// The reduced dtype must be stored like the input (sum of int32 or bool gives int64: both int32 storage).
-void require_same_storage(ComputeGraph& g, int in, int out) {
-  if (storage_type(g.tensor(in).dtype) != storage_type(g.tensor(out).dtype)) {
-    g.fail(std::string("conversion ") + dtype_name(g.tensor(in).dtype) + " -> " +
-           dtype_name(g.tensor(out).dtype) + " in a reduction is not supported");
+// A sum's output dtype: the input's, or int64 for the integers stored as int32 (int32,
+// bool, int8: their sums are int64).
+void require_sum_dtype(ComputeGraph& g, int in, int out) {
+  const DType i = g.tensor(in).dtype, o = g.tensor(out).dtype;
+  if (i != o && !(o == DType::Int64 && g.tensor(in).storage_type == StorageType::I32)) {
+    g.fail(std::string("conversion ") + dtype_name(i) + " -> " + dtype_name(o) + " in a reduction is not supported");
   }
 }
 
@@ -98,7 +113,7 @@ using Args = OpArgs;
 VKD_REGISTER_OPS(register_reduce_ops) {
   // sum.dim_IntList(self, dim?, keepdim=False, *, dtype=None)
   register_op("aten.sum.dim_IntList", [](ComputeGraph& g, const Args& a) {
-    require_same_storage(g, a.at(0), a.back());
+    require_sum_dtype(g, a.at(0), a.back());
     add_reduce(g, a.at(0), a.back(), "reduce_sum", optional_dims(g, a.at(1)), g.get_bool(a.at(2)));
   });
   // mean.dim(self, dim?, keepdim=False, *, dtype=None), mean(self, *, dtype=None)

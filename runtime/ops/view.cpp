@@ -61,7 +61,7 @@ void require_contiguous_dim_order(ComputeGraph& g, int id, int64_t rank) {
 }
 
 // _to_copy and _to_dim_order_copy: a view for the same dtype, else a conversion
-// shader (a copy between int32, int64 and bool -> integer, which share int32 storage).
+// shader, named by the storages (int32 <-> int64 where both are int32 storage: a copy).
 void add_to_copy(ComputeGraph& g, int in, int out) {
   const DType from = g.tensor(in).dtype, to = g.tensor(out).dtype;
   auto supported = [](DType t) {
@@ -77,14 +77,17 @@ void add_to_copy(ComputeGraph& g, int in, int out) {
     return;
   }
   const bool to_bool = to == DType::Bool;
-  const std::string shader = std::string("convert_") + storage_suffix(from) + "_to_" +
-                             (to_bool ? "bool" : storage_suffix(to));
+  const StorageType from_st = g.tensor(in).storage_type, to_st = g.tensor(out).storage_type;
+  const std::string shader = std::string("convert_") + storage_suffix(from_st) + "_to_" +
+                             (to_bool ? "bool" : storage_suffix(to_st));
   std::vector<int> tensors{out, in};
-  // Float to int64 checks that the value fits the int32 storage (glsl/convert.glsl).
-  const std::string name = is_float_dtype(from) && to == DType::Int64
-                               ? with_fault_slot(g, tensors, std::string("convert_") + storage_suffix(from) + "_to_i64",
-                                                 shader)
-                               : shader;
+  // Float to int64 checks that the value fits the storage (glsl/convert.glsl): the
+  // checking variant of int32 storage is _int64, of int64 storage the plain one.
+  std::string name = shader;
+  if (is_float_dtype(from) && to == DType::Int64) {
+    name = to_st == StorageType::I32 ? with_fault_slot(g, tensors, shader + "_int64", shader)
+                                     : with_fault_slot(g, tensors, shader, shader + "_nocheck");
+  }
   g.add_node(g.current_op(), name, kLocal1D, tensors, [in, out](ComputeGraph& g, Node& node) {
     Tensor& o = g.tensor(out);
     o.sizes = g.tensor(in).sizes;
