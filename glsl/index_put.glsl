@@ -1,4 +1,4 @@
-// dtypes: f32 f16 i32
+// dtypes: f32 f16 i32 i64
 // variant index_put: CHECKED=1
 // variant index_put_nocheck: CHECKED=0
 // In place: out[.., idx[j], ..] = values[.., j, ..] along dim p.dim, where `out`

@@ -36,7 +36,7 @@ void add_index_put(ComputeGraph& g, const OpArgs& a) {
   g.alias_state(out, self);
   std::vector<int> tensors{out, values, index};
   const std::string shader =
-      with_fault_slot(g, tensors, "index_put", "index_put_nocheck") + "_" + storage_suffix(g.tensor(out).dtype);
+      with_fault_slot(g, tensors, "index_put", "index_put_nocheck") + "_" + storage_suffix(g.tensor(out).storage_type);
   g.add_node(g.current_op(), shader, kLocal1D, tensors, [=](ComputeGraph& g, Node& node) {
     const Tensor& s = g.tensor(self);
     const Tensor& v = g.tensor(values);
