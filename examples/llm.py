@@ -15,7 +15,6 @@ inside the delegate: updated in place on the GPU each step, never copied to the 
 import argparse
 import json
 import os
-import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -162,12 +161,9 @@ def chat_prompt(tokenizer_path: str, user_text: str) -> str:
 
 
 def _generate(args) -> None:
-    def show(piece: str) -> None:
-        sys.stdout.write(piece)
-        sys.stdout.flush()
-
+    # The runner itself prints each piece as it comes.
     prompt = chat_prompt(args.tokenizer, args.prompt) if args.chat else args.prompt
-    _, stats = generate(args.model, args.tokenizer, prompt, args.max_new_tokens, args.temperature, show)
+    _, stats = generate(args.model, args.tokenizer, prompt, args.max_new_tokens, args.temperature)
     print()
     if stats is not None:
         prefill_s = (stats.prompt_eval_end_ms - stats.inference_start_ms) / 1000
