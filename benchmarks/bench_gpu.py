@@ -2,18 +2,32 @@
 one run, and writes results.json and results.md into --out.
 
 Runs inside a bundle made by make_bundle.py; needs torch with CUDA, no executorch.
-Kernel figures (GB/s, TFLOP/s) compare GPU time only: ours from the runner's
-timestamp queries, PyTorch's from CUDA events. Model figures are per-execute
-latencies: ours include copying the input in and the output out, PyTorch's
-inputs already sit on the GPU. The runner reports through --json; it also runs
-each case once on PyTorch's own inputs (--inputs, --dump-outputs), and the
-largest error of its outputs relative to PyTorch CUDA's is recorded per case.
+
+Kernel rows (micro cases and quantized linears) compare GPU time only, on both sides:
+- ours: the runner's Vulkan timestamp queries (--profile), the sum over the execute's
+  dispatches with a barrier after each, from the end of the input copies to the end of the
+  last dispatch; the median of --gpu-runs profiled executes.
+- PyTorch: the call captured in a CUDA graph and timed with CUDA events while the GPU is
+  already busy (a spin kernel queued first), so no host dispatch falls between the events.
+  A CUDA graph rather than torch.profiler: its time is, like ours, elapsed GPU time of the
+  call's kernels with the gaps between them, and it needs no CUPTI.
+Each in two states:
+- warm: ours, each profiled execute right after the previous one; PyTorch, 100 back-to-back
+  calls in one graph (time / 100).
+- L2 flushed: a 256 MiB buffer written before every timed call, outside the timing (ours:
+  the runner's --flush-l2, a fill recorded after the input copies and before the first
+  timestamp; PyTorch: zero_() before each replay of a one-call graph).
+Ratios divide like by like (PyTorch time / our time, warm by warm, flushed by flushed).
+Model rows are per-execute latencies: ours include copying the input in and the output
+out, PyTorch's inputs already sit on the GPU (eager and CUDA-graph replay).
+Every case also checks our outputs: micro and model rows against PyTorch CUDA on the same
+inputs, quantized rows against torchao's eager output on the same dequantized weights (stored
+in the bundle by make_bundle.py); the largest error relative to the reference is recorded.
 """
 import argparse
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -24,17 +38,21 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import MICRO, QUANT, round_weights_bf16, work_rate  # noqa: E402
-from models import MODELS  # noqa: E402
+from cases import GEMV_BAR_CASE, GEMV_BAR_GBS, MICRO, QUANT, round_weights_bf16, work_rate  # noqa: E402
+
+RUNNER = os.path.join(HERE, "vkdelegate_runner")
+FLUSH_MIB = 256      # written between timed calls: over 5x the H100's 50 MB L2
+L2_BYTES = 50 * 10**6
+GPU_RUNS = 21        # profiled executes (ours) and flushed calls (PyTorch) per state; medians
+BUSY_CYCLES = 2_000_000  # torch.cuda._sleep before each timed replay (~1 ms): the host queues meanwhile
 
 
-def run_runner(pte, iters, profile, extra=()):
+def run_runner(pte, iters, profile, extra=(), stats=True):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "result.json")
-        args = [os.path.join(HERE, "vkdelegate_runner"), "--model", os.path.join(HERE, pte),
-                "--iters", str(iters), "--warmup", "10", "--json", path]
+        args = [RUNNER, "--model", os.path.join(HERE, pte), "--iters", str(iters), "--warmup", "10", "--json", path]
         # Profiled runs also record each kernel's compiled statistics (registers, shared memory).
-        args += ["--profile", "--pipeline-stats"] if profile else []
+        args += (["--profile"] + (["--pipeline-stats"] if stats else [])) if profile else []
         r = subprocess.run(args + list(extra), capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"runner failed on {pte}: {r.stderr.strip()[-2000:]}")
@@ -46,41 +64,111 @@ def run_runner(pte, iters, profile, extra=()):
     return result
 
 
-def max_relative_error(pte, inputs, reference):
-    """Runs the .pte once on `inputs` (CPU tensors) and returns max |ours - ref| / max |ref|
-    over the outputs, ref being PyTorch CUDA's output on the same inputs."""
-    refs = reference if isinstance(reference, (list, tuple)) else [reference]
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, x in enumerate(inputs):
-            with open(os.path.join(tmp, f"input_{i}.bin"), "wb") as f:
-                f.write(x.detach().cpu().contiguous().numpy().tobytes())
-        run_runner(pte, 1, profile=False, extra=["--inputs", tmp, "--dump-outputs", tmp])
-        worst = 0.0
-        for i, ref in enumerate(refs):
-            ref = ref.detach().cpu()
-            with open(os.path.join(tmp, f"output_{i}.bin"), "rb") as f:
-                data = f.read()
-            # force_fp16 keeps float32 outputs where PyTorch's half model gives float16.
-            dtype = torch.float32 if ref.dtype == torch.float16 and len(data) == 4 * ref.numel() else ref.dtype
-            ours = torch.frombuffer(bytearray(data), dtype=dtype).reshape(ref.shape)
-            scale = ref.double().abs().max().clamp_min(1e-30)
-            worst = max(worst, ((ours.double() - ref.double()).abs().max() / scale).item())
+def write_inputs(folder, inputs):
+    for i, x in enumerate(inputs):
+        with open(os.path.join(folder, f"input_{i}.bin"), "wb") as f:
+            f.write(x.detach().cpu().contiguous().numpy().tobytes())
+
+
+def read_outputs(folder, refs):
+    """Our dumped outputs (output_<i>.bin) as tensors shaped like refs."""
+    outs = []
+    for i, ref in enumerate(refs):
+        with open(os.path.join(folder, f"output_{i}.bin"), "rb") as f:
+            data = f.read()
+        # force_fp16 keeps float32 outputs where PyTorch's half model gives float16.
+        dtype = torch.float32 if ref.dtype == torch.float16 and len(data) == 4 * ref.numel() else ref.dtype
+        if len(data) != ref.numel() * torch.empty((), dtype=dtype).element_size():
+            raise RuntimeError(f"output {i} has {len(data)} bytes; the reference {tuple(ref.shape)} {ref.dtype}")
+        outs.append(torch.frombuffer(bytearray(data), dtype=dtype).reshape(ref.shape))
+    return outs
+
+
+def _read(path, dtype, shape):
+    with open(path, "rb") as f:
+        return torch.frombuffer(bytearray(f.read()), dtype=dtype).reshape(shape)
+
+
+def read_references(bundle, reference):
+    """The expected outputs make_bundle.write_reference stored (torchao's eager output)."""
+    folder = os.path.join(bundle, reference["dir"])
+    return [_read(os.path.join(folder, f"expected_{i}.bin"), getattr(torch, o["dtype"]), o["shape"])
+            for i, o in enumerate(reference["outputs"])]
+
+
+def read_inputs(bundle, reference, like):
+    """The inputs the references were computed on, shaped and typed like `like`."""
+    folder = os.path.join(bundle, reference["dir"])
+    return [_read(os.path.join(folder, f"input_{i}.bin"), x.dtype, x.shape) for i, x in enumerate(like)]
+
+
+def max_relative_error(ours, refs):
+    """max over outputs of max |ours - ref| / max |ref|."""
+    worst = 0.0
+    for out, ref in zip(ours, refs):
+        ref = ref.detach().cpu().double()
+        scale = ref.abs().max().clamp_min(1e-30)
+        worst = max(worst, ((out.double() - ref).abs().max() / scale).item())
     return worst
 
 
-def cuda_event_ms(fn, iters):
-    for _ in range(10):
-        fn()
+def run_checked(pte, inputs, refs, iters, extra=(), stats=True):
+    """Runs the .pte through the runner on `inputs` (CPU tensors), profiled; returns the runner's
+    result with its outputs and their max_rel_err against `refs`."""
+    refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
+    with tempfile.TemporaryDirectory() as tmp:
+        write_inputs(tmp, inputs)
+        result = run_runner(pte, iters, profile=True, extra=["--inputs", tmp, "--dump-outputs", tmp, *extra],
+                            stats=stats)
+        result["outputs"] = read_outputs(tmp, refs)
+    result["max_rel_err"] = max_relative_error(result["outputs"], refs)
+    return result
+
+
+def _capture(fn, calls):
+    """A CUDA graph of `calls` back-to-back calls of fn (warmed up on a side stream first)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
+    return graph
+
+
+def _timed(graph, before, reps):
+    """Median ms of graph.replay() between CUDA events, with before() queued ahead of each."""
+    pairs = []
+    for _ in range(reps):
+        before()
+        torch.cuda._sleep(BUSY_CYCLES)  # touches no memory; keeps the GPU busy while the replay is queued
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        graph.replay()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in pairs)
+
+
+def torch_kernel_ms(fn, flush, reps=GPU_RUNS):
+    """PyTorch's GPU time per call of fn: {"warm": 100 back-to-back calls in a graph / 100,
+    "flushed": one call per replay, flush zeroed before each, "warm_single": one call per
+    replay without the flush (a check that the 100-call figure holds per call)}."""
+    many, one = _capture(fn, 100), _capture(fn, 1)
+    return {"warm": _timed(many, lambda: None, max(5, reps // 2)) / 100,
+            "flushed": _timed(one, flush.zero_, reps),
+            "warm_single": _timed(one, lambda: None, reps)}
+
+
+def nbytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def wall_ms(fn, iters):
@@ -100,63 +188,88 @@ def wall_ms(fn, iters):
 
 def cuda_graph_ms(module, inputs, iters):
     static = [x.clone() for x in inputs]
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            module(*static)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        module(*static)
+    graph = _capture(lambda: module(*static), 1)
     return wall_ms(graph.replay, iters)
+
+
+def kernel_row(row, ours, torch_ms, amount, unit):
+    """Fills a kernel row: both sides' rates in `unit` (amount: work per call, or a pair of
+    (our bytes, PyTorch's bytes)) and the like-for-like ratios of times."""
+    ours_amount, torch_amount = amount if isinstance(amount, tuple) else (amount, amount)
+    rate_unit = "GB/s" if unit.startswith("GB/s") else unit
+    row.update(unit=unit, ours_us=ours["gpu_us"], ours_flushed_us=ours["gpu_us_flushed"],
+               ours_us_runs=ours["gpu_us_runs"], ours_flushed_us_runs=ours["gpu_us_flushed_runs"],
+               torch_us=torch_ms["warm"] * 1e3, torch_flushed_us=torch_ms["flushed"] * 1e3,
+               torch_single_us=torch_ms["warm_single"] * 1e3, load_ms=ours["load_ms"],
+               max_rel_err=ours["max_rel_err"], profile=ours["profile"])
+    for side, amount_ in (("ours", ours_amount), ("torch", torch_amount)):
+        row[side] = work_rate(rate_unit, amount_, row[side + "_us"] / 1e6)
+        row[side + "_flushed"] = work_rate(rate_unit, amount_, row[side + "_flushed_us"] / 1e6)
+    row["ratio"] = row["torch_us"] / row["ours_us"]
+    row["ratio_flushed"] = row["torch_flushed_us"] / row["ours_flushed_us"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--only", nargs="*", help="these cases of the manifest only (a smoke run)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     with open(os.path.join(HERE, "manifest.json")) as f:
         manifest = json.load(f)
+    flush = torch.empty(FLUSH_MIB << 20, dtype=torch.uint8, device="cuda")
+    timing = ["--gpu-runs", str(GPU_RUNS), "--flush-l2", str(FLUSH_MIB)]
 
     rows = []
     for case in manifest["cases"]:
         name = case["name"]
+        if args.only and name not in args.only:
+            continue
         row = {"name": name, "kind": case["kind"]}
         try:
             if case["kind"] == "micro":
                 factory, unit, work = MICRO[name]
                 module, cpu_inputs = factory()
+                if case.get("weights") == "bf16_rounded":  # make_bundle --round-weights
+                    round_weights_bf16(module)
+                    row["weights"] = case["weights"]
                 module = module.cuda().eval()
                 inputs = [x.cuda() for x in cpu_inputs]
                 with torch.no_grad():
-                    torch_ms = cuda_event_ms(lambda: module(*inputs), 50)
-                    row["max_rel_err"] = max_relative_error(case["pte"], cpu_inputs, module(*inputs))
-                ours = run_runner(case["pte"], 20, profile=True)
-                ours_ms = ours["gpu_us"] / 1e3
-                row.update(unit=unit, ours=work_rate(unit, work, ours_ms / 1e3),
-                           torch=work_rate(unit, work, torch_ms / 1e3), ours_gpu_ms=ours_ms,
-                           torch_ms=torch_ms, load_ms=ours["load_ms"], profile=ours["profile"])
-                row["ratio"] = row["ours"] / row["torch"]
+                    ref = module(*inputs)
+                    torch_ms = torch_kernel_ms(lambda: module(*inputs), flush)
+                row["working_set_bytes"] = nbytes(inputs) + nbytes([ref]) + nbytes(
+                    list(module.parameters()) + list(module.buffers()))
+                ours = run_checked(case["pte"], cpu_inputs, ref, 20, timing)
+                kernel_row(row, ours, torch_ms, work, unit)
             elif case["kind"] == "quant":
-                # Quantized linear: GB/s of weights read; PyTorch runs the float linear in fp16.
-                factory, _, _, _, our_bytes, torch_bytes = QUANT[name]
-                module, inputs = factory()
+                # Quantized linear: ours reads 4-bit weights and their scales, PyTorch CUDA runs
+                # the float linear in fp16 (cuBLAS). GB/s: each side's bytes as it stores them
+                # (our constants as the runner reports them, PyTorch's fp16 weight) plus the
+                # activations in and out.
+                factory = QUANT[name][0]
+                module, cpu_inputs = factory()
                 module = module.cuda().half().eval()
-                inputs = [x.cuda().half() for x in inputs]
+                inputs = [x.cuda().half() for x in cpu_inputs]
                 with torch.no_grad():
-                    torch_ms = cuda_event_ms(lambda: module(*inputs), 50)
-                ours = run_runner(case["pte"], 20, profile=True)
-                ours_ms = ours["gpu_us"] / 1e3
-                row.update(unit="GB/s of weights, PyTorch fp16", ours=our_bytes / ours_ms / 1e6,
-                           torch=torch_bytes / torch_ms / 1e6, ours_gpu_ms=ours_ms, torch_ms=torch_ms,
-                           load_ms=ours["load_ms"], profile=ours["profile"], ratio=torch_ms / ours_ms)
+                    out = module(*inputs)
+                    torch_ms = torch_kernel_ms(lambda: module(*inputs), flush)
+                refs = read_references(HERE, case["reference"])
+                ours = run_checked(case["pte"], read_inputs(HERE, case["reference"], cpu_inputs), refs, 20, timing)
+                activations = 4 * (sum(x.numel() for x in cpu_inputs) + out.numel())  # ours: float32 in and out
+                our_bytes = ours["constant_bytes"] + activations
+                torch_bytes = nbytes(list(module.parameters())) + nbytes(inputs) + nbytes([out])
+                row.update(our_bytes=our_bytes, torch_bytes=torch_bytes, weight_bytes=ours["constant_bytes"],
+                           working_set_bytes=our_bytes)
+                unit = (f"GB/s of weights + activations as stored: ours {our_bytes / 1e6:.1f} MB, "
+                        f"PyTorch fp16 {torch_bytes / 1e6:.1f} MB")
+                kernel_row(row, ours, torch_ms, (our_bytes, torch_bytes), unit)
+                row["weights_gbs_flushed"] = ours["constant_bytes"] / row["ours_flushed_us"] / 1e3
             else:
-                module, cpu_inputs = MODELS[case.get("model", name)]()
+                module, cpu_inputs = MODELS()[case.get("model", name)]()
                 if case.get("weights") == "bf16_rounded":  # make_bundle --round-weights
                     round_weights_bf16(module)
                     row["weights"] = case["weights"]
@@ -168,14 +281,15 @@ def main():
                 with torch.no_grad():
                     eager = wall_ms(lambda: module(*inputs), args.iters)
                     graph = cuda_graph_ms(module, inputs, args.iters)
-                    row["max_rel_err"] = max_relative_error(case["pte"], cpu_inputs, module(*inputs))
-                ours = run_runner(case["pte"], args.iters, profile=False)
+                    ref = module(*inputs)
+                # Latency on PyTorch's inputs, then one profiled execute for the table.
+                ours = run_checked(case["pte"], cpu_inputs, ref, args.iters, stats=False)
                 row.update(unit="ms", ours=ours["median_ms"], torch_eager=eager, torch_graph=graph,
-                           load_ms=ours["load_ms"], ratio=ours["median_ms"] / graph)
-                row["profile"] = run_runner(case["pte"], 5, profile=True)["profile"]
+                           load_ms=ours["load_ms"], ratio=ours["median_ms"] / graph,
+                           max_rel_err=ours["max_rel_err"], profile=ours["profile"])
             row["device"] = ours["device"]
         except Exception as e:  # one failing case must not hide the others
-            row["error"] = str(e)
+            row["error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
 
@@ -189,30 +303,77 @@ def main():
     print(markdown(meta, rows))
 
 
+def MODELS():
+    from models import MODELS as models  # the bundle's copy of examples/models
+
+    return models
+
+
+def _err(r):
+    return f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else ""
+
+
+def _label(r):
+    notes = (["weights rounded to bf16 values"] if r.get("weights") else []) + (
+        [f"measured {r['measured']}"] if r.get("measured") else [])  # combine_results.py: an earlier run's row
+    return r["name"] + (f" ({', '.join(notes)})" if notes else "")
+
+
 def markdown(meta, rows):
     device = next((r["device"] for r in rows if "device" in r), "?")
     lines = [f"Measured {meta['date']} on {device} (PyTorch {meta['torch']} CUDA on {meta['gpu']}, same run).",
              f"Command: `{meta['command']}`"]
     if meta.get("made_with"):
-        lines.append(f"Bundles: `{meta['made_with']}`")
-    lines += ["",
-             "| case | vkdelegate | PyTorch CUDA | ratio | load ms | max rel err |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else ""
-        if "error" in r:
-            lines.append(f"| {r['name']} | error: {r['error'][:80]} | | | | |")
-        elif r["kind"] in ("micro", "quant"):
-            lines.append(f"| {r['name']} ({r['unit']}) | {r['ours']:.1f} | {r['torch']:.1f} | "
-                         f"{r['ratio']:.2f}x | {r['load_ms']:.0f} | {err} |")
-        else:
-            label = r["name"] + (" (weights rounded to bf16 values)" if r.get("weights") else "")
-            lines.append(f"| {label} latency (ms) | {r['ours']:.3f} | eager {r['torch_eager']:.3f}, "
-                         f"CUDA graph {r['torch_graph']:.3f} | {r['ratio']:.2f}x graph time | {r['load_ms']:.0f} | {err} |")
+        lines.append(f"Bundle: `{meta['made_with']}`")
+    kernels = [r for r in rows if r["kind"] in ("micro", "quant")]
+    models = [r for r in rows if r["kind"] not in ("micro", "quant")]
+    if kernels:
+        lines += ["", "Kernels: GPU time only on both sides; rate in the row's unit (ratio: PyTorch time / ours, "
+                  "> 1 is faster than PyTorch).", "",
+                  "| case | working set MB | ours warm | PyTorch warm | ratio warm | ours L2 flushed "
+                  "| PyTorch L2 flushed | ratio flushed | max rel err | load ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in kernels:
+            if "error" in r:
+                lines.append(f"| {r['name']} | error: {r['error'][:100]} | | | | | | | | |")
+                continue
+            unit = "GB/s" if r["kind"] == "quant" else r["unit"]
+            lines.append(f"| {_label(r)} ({unit}) | {r['working_set_bytes'] / 1e6:.1f} | {r['ours']:.1f} | "
+                         f"{r['torch']:.1f} | {r['ratio']:.2f}x | {r['ours_flushed']:.1f} | {r['torch_flushed']:.1f} | "
+                         f"{r['ratio_flushed']:.2f}x | {_err(r)} | {r['load_ms']:.0f} |")
+    if models:
+        lines += ["", "Models: per-execute latency (ratio: ours / CUDA graph, < 1 is faster than the graph).", "",
+                  "| model | ours ms | PyTorch eager ms | PyTorch CUDA graph ms | ratio | max rel err | load ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in models:
+            if "error" in r:
+                lines.append(f"| {r['name']} | error: {r['error'][:100]} | | | | | |")
+                continue
+            lines.append(f"| {_label(r)} | {r['ours']:.3f} | {r['torch_eager']:.3f} | {r['torch_graph']:.3f} | "
+                         f"{r['ratio']:.2f}x | {_err(r)} | {r['load_ms']:.0f} |")
+    bar = next((r for r in kernels if r["name"] == GEMV_BAR_CASE and "error" not in r), None)
     lines.append("")
-    lines.append("Kernel rows compare GPU time (our timestamp queries vs CUDA events; ratio > 1 is faster "
-                 "than PyTorch; quantized linears: ratio of GPU times). Model rows: per-execute latency incl. host copies vs PyTorch with inputs on "
-                 "the GPU (ratio < 1 is faster than the CUDA graph). Max rel err: max |ours - PyTorch CUDA| / max |PyTorch CUDA| "
-                 "over the outputs, on the same inputs (TF32 off; fp16 rows against PyTorch's half model).")
+    if bar:
+        lines.append(f"4-bit GEMV bar (issue 16): {GEMV_BAR_CASE}, L2 flushed: {bar['weights_gbs_flushed']:.0f} GB/s "
+                     f"of weights ({bar['weight_bytes'] / 1e6:.1f} MB as stored: 4-bit values and their scales; "
+                     f"{bar['ours_flushed_us']:.1f} us); bar >= {GEMV_BAR_GBS} GB/s: "
+                     f"{'met' if bar['weights_gbs_flushed'] >= GEMV_BAR_GBS else 'missed'}.")
+        lines.append("")
+    lines.append(
+        "Kernel rows: ours is the sum of the execute's dispatch times from Vulkan timestamp queries (a barrier after "
+        "each dispatch; input copies outside), median of 21 profiled executes; PyTorch's call runs from a CUDA graph "
+        "timed with CUDA events while the GPU is already busy (no host dispatch in the time): warm, 100 back-to-back "
+        "calls in one graph / 100; L2 flushed, a 256 MiB buffer written before each call (outside the timing; ours: a "
+        "fill recorded before the first timestamp), median of 21. Rows whose working set is over the 50 MB L2 gain "
+        "little from warmth. Quantized rows: ours 4-bit weights and scales as stored on the GPU, PyTorch the same "
+        "linear in fp16 (cuBLAS); GB/s counts each side's weight bytes as stored plus activations; max rel err "
+        "against torchao's eager output on the same dequantized weights (float32). Other rows: max |ours - PyTorch "
+        "CUDA| / max |PyTorch CUDA| on the same inputs (TF32 off; fp16 rows against PyTorch's half model). Model rows: "
+        "ours incl. host copies; PyTorch's inputs already on the GPU.")
+    if any(r.get("measured") for r in rows):
+        lines.append("")
+        lines.append("Rows marked 'measured DATE' come from an earlier run (combine_results.py --carry-models): model "
+                     "rows whose .pte did not fit in this run's bundle; the model-row method has not changed.")
     return "\n".join(lines) + "\n"
 
 

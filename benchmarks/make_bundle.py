@@ -52,11 +52,26 @@ def _quantized_factory(name):
     """The QUANT case's float module quantized with torchao, as make_bundle lowers it."""
     def factory():
         from vkdelegate.quant.torchao_configs import dynamic_activation_config, quantized, weight_only_config
-        make, flow, bits, group_size, _, _ = QUANT[name]
+        make, flow, bits, group_size = QUANT[name]
         module, inputs = make()
         config = (weight_only_config if flow == "weight_only" else dynamic_activation_config)(bits, group_size)
         return quantized(module, config), inputs
     return factory
+
+
+def write_reference(folder, module, inputs):
+    """Writes inputs (input_<i>.bin) and module(*inputs) (expected_<i>.bin), raw and contiguous,
+    into folder; returns the folder relative to the bundle and the outputs' shapes and dtypes."""
+    os.makedirs(folder, exist_ok=True)
+    with torch.no_grad():
+        outputs = module(*inputs)
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    for prefix, tensors in (("input", inputs), ("expected", outputs)):
+        for i, t in enumerate(tensors):
+            with open(os.path.join(folder, f"{prefix}_{i}.bin"), "wb") as f:
+                f.write(t.detach().contiguous().numpy().tobytes())
+    return {"dir": os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))),
+            "outputs": [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")} for t in outputs]}
 
 
 def main():
@@ -66,7 +81,8 @@ def main():
     ap.add_argument("--models", nargs="*", default=["mlp", "transformer_block", "mobilenet_v2"])
     # fp16 rows: lowered with force_fp16, compared with PyTorch CUDA running model.half().
     ap.add_argument("--fp16-models", nargs="*", default=["mobilenet_v2", "resnet18"])
-    ap.add_argument("--round-weights", action="store_true", help="bf16-representable model weights")
+    ap.add_argument("--round-weights", action="store_true",
+                    help="bf16-representable weights of the models and micro cases (both sides)")
     ap.add_argument("--compress", action="store_true", help="xz every file over 1 MiB")
     ap.add_argument("--out", default=os.path.join(HERE, "bundle"))
     args = ap.parse_args()
@@ -102,7 +118,7 @@ def main():
     entries = []
     for kind, name, factory, options in cases:
         module, inputs = factory()
-        if kind == "model" and args.round_weights:
+        if kind in ("model", "micro") and args.round_weights:
             round_weights_bf16(module)
         try:
             pte, delegates, on_cpu = lower(module, inputs, options)
@@ -115,7 +131,11 @@ def main():
         with open(os.path.join(args.out, name + ".pte"), "wb") as f:
             f.write(pte)
         entry = {"name": name, "kind": kind, "pte": name + ".pte"}
-        if kind == "model" and args.round_weights:
+        if kind == "quant":
+            # The error check's reference: torchao's eager output, PyTorch on the same dequantized
+            # weights (float32, CPU); bench_gpu.py feeds the runner the same inputs.
+            entry["reference"] = write_reference(os.path.join(args.out, "refs", name), module, inputs)
+        if kind in ("model", "micro") and args.round_weights:
             entry["weights"] = "bf16_rounded"  # bench_gpu.py rounds PyTorch's weights the same way
         if options and options.get("force_fp16"):
             entry.update(model=name[: -len("_fp16")], fp16=True)

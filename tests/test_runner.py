@@ -113,3 +113,36 @@ def test_runner_runs_raw_blobs_and_names_a_bad_one(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(lines) == 2 and ": ran (2 inputs, 1 outputs" in lines[0], r.stdout
     assert "b_cut.blob: rejected: delegate blob is" in lines[1], r.stdout
+
+
+def test_runner_flush_l2_times_kernels_without_the_flush(tmp_path):
+    """--gpu-runs N reports the median of N profiled executes; --flush-l2 MIB profiles as many
+    again, each after a fill of a MIB buffer that falls outside the timestamps (benchmarks/
+    bench_gpu.py's cold-cache kernel times): the fills cost far more wall time than the
+    flushed executes' GPU times hold. --json also reports the weights' bytes as stored."""
+    import json
+    import time
+
+    m, x = MODELS["mlp"]()
+    pte = tmp_path / "mlp.pte"
+    pte.write_bytes(to_pte(m, x))
+    report = tmp_path / "r.json"
+    walls = {}
+    for mib in (0, 256):
+        start = time.perf_counter()
+        r = run_runner("--model", str(pte), "--iters", "1", "--warmup", "1", "--profile", "--gpu-runs", "3",
+                       "--json", str(report), *(["--flush-l2", str(mib)] if mib else []))
+        walls[mib] = time.perf_counter() - start
+        assert r.returncode == 0, r.stderr
+    result = json.loads(report.read_text())
+    assert len(result["gpu_us_runs"]) == 3 and len(result["gpu_us_flushed_runs"]) == 3
+    assert result["gpu_us"] == sorted(result["gpu_us_runs"])[1] and result["flush_l2_mib"] == 256
+    assert "each after a 256 MiB fill (cache flushed): median" in r.stdout
+    fills_s = walls[256] - walls[0]  # three 256 MiB fills, and the flushed executes themselves
+    assert 3 * max(result["gpu_us_flushed_runs"]) * 1e-6 < 0.5 * fills_s, (result, walls)
+    weights = sum(p.numel() * p.element_size() for p in m.parameters())
+    assert weights <= result["constant_bytes"] < weights + 4096
+    for bad in (["--flush-l2", "64"], ["--profile", "--flush-l2", "0"]):
+        r = run_runner("--model", str(pte), *bad)
+        assert r.returncode == 2, (bad, r.stderr)
+    assert "--flush-l2 times kernels: it needs --profile" in run_runner("--model", str(pte), "--flush-l2", "8").stderr

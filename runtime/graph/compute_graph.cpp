@@ -968,6 +968,10 @@ void ComputeGraph::record() {
   if (copied) {
     memory_barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, kShaderRW);
   }
+  if (prologue_) {
+    prologue_(cmd);
+    memory_barrier(cmd, compute | transfer, kShaderRW | kTransferRW, compute, kShaderRW);
+  }
 
   uint32_t query = 0;
   if (profiling_) {
@@ -979,7 +983,9 @@ void ComputeGraph::record() {
     qi.queryCount = count;
     VKD_CHECK(vkCreateQueryPool(ctx_.device(), &qi, nullptr, &query_pool_));
     vkCmdResetQueryPool(cmd, query_pool_, 0, count);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, query++);
+    // Bottom of pipe: written once the input copies and the prologue have finished, so
+    // the first dispatch's time holds neither.
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, query++);
   }
   // Barrier placement: dispatches go in batches separated by one compute barrier.
   // A dispatch conflicts with an earlier one when both touch overlapping bytes
@@ -1161,6 +1167,11 @@ void ComputeGraph::set_profiling(bool on) {
     profiling_ = on;
     recorded_ = false;
   }
+}
+
+void ComputeGraph::set_prologue(std::function<void(VkCommandBuffer)> prologue) {
+  prologue_ = std::move(prologue);
+  recorded_ = false;
 }
 
 void ComputeGraph::read_timings() {

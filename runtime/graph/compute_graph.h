@@ -147,6 +147,10 @@ class ComputeGraph {
   void copy_output(size_t i, void* dst, size_t nbytes);
 
   void set_profiling(bool on);
+  // Commands recorded after the input copies and before the dispatches, followed by a
+  // barrier; with profiling they fall before the first timestamp, outside every
+  // dispatch's time (vkdelegate_runner --flush-l2 evicts the GPU's cache here). Null: none.
+  void set_prologue(std::function<void(VkCommandBuffer)> prologue);
   const std::vector<NodeTiming>& timings() const { return timings_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   MemoryReport memory_report() const;
@@ -200,6 +204,7 @@ class ComputeGraph {
   std::unique_ptr<CommandStream> stream_;
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   bool profiling_ = false;
+  std::function<void(VkCommandBuffer)> prologue_;
   bool dirty_sizes_ = false;
   bool recorded_ = false;
   std::vector<NodeTiming> timings_;

@@ -7,6 +7,9 @@
 // spills, shared memory: VK_KHR_pipeline_executable_properties, where the driver has it),
 // --soak N the host and device memory after the warm-up, after the timed runs and
 // after N load/execute/unload cycles of the method (benchmarks/soak.py).
+// --gpu-runs N profiles N executes and reports the median GPU time; --flush-l2 MIB
+// profiles as many again with a MIB buffer filled before each execute's dispatches
+// (evicting the GPU's cache; outside the timestamps), for cold-cache kernel times.
 // --blob runs raw delegate blobs instead (a fuzz seed, a crasher from tests/regressions),
 // each loaded and executed on made-up inputs in this one process.
 #include <executorch/extension/data_loader/file_data_loader.h>
@@ -27,6 +30,7 @@
 #include <sstream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,6 +60,8 @@ struct Options {
   std::string inputs_dir;    // read input i from DIR/input_<i>.bin (raw, contiguous)
   std::string outputs_dir;   // write output i to DIR/output_<i>.bin after the timed runs
   int soak_cycles = -1;      // --soak N: memory snapshots, and N load/unload cycles at the end
+  int gpu_runs = 1;          // --gpu-runs N: profiled executes per mode (median reported)
+  int flush_mib = 0;         // --flush-l2 MIB: also profile with the cache flushed (0: not)
   std::vector<std::string> blobs;  // --blob: delegate blob files, or directories of them
 };
 
@@ -65,6 +71,7 @@ void usage() {
                "                         [--warmup N] [--profile] [--memory] [--json FILE]\n"
                "                         [--inputs DIR] [--dump-outputs DIR] [--pipeline-stats]\n"
                "                         [--pipeline-ir DIR] [--soak CYCLES]\n"
+               "                         [--gpu-runs N] [--flush-l2 MIB]\n"
                "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n");
 }
 
@@ -93,6 +100,14 @@ bool parse(int argc, char** argv, Options& o) {
     } else if (a == "--pipeline-ir") {
       const char* v = next("--pipeline-ir"); if (!v) return false; o.pipeline_ir_dir = v;
       o.pipeline_stats = true;
+    } else if (a == "--gpu-runs") {
+      const char* v = next("--gpu-runs"); if (!v) return false; o.gpu_runs = std::max(1, std::atoi(v));
+    } else if (a == "--flush-l2") {
+      const char* v = next("--flush-l2"); if (!v) return false; o.flush_mib = std::atoi(v);
+      if (o.flush_mib <= 0) {
+        std::fprintf(stderr, "--flush-l2 needs a size in MiB above 0\n");
+        return false;
+      }
     } else if (a == "--memory") {
       o.memory = true;
     } else if (a == "--soak") {
@@ -112,7 +127,23 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
+  if (o.flush_mib > 0 && !o.profile) {
+    std::fprintf(stderr, "--flush-l2 times kernels: it needs --profile\n");
+    return false;
+  }
   return o.model.empty() != o.blobs.empty();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void json_list(std::ostringstream& js, const std::vector<double>& v) {
+  js << "[";
+  for (size_t i = 0; i < v.size(); ++i) js << (i ? ", " : "") << v[i];
+  js << "]";
 }
 
 // Keeps a made-up input tensor and everything it points to alive.
@@ -408,6 +439,12 @@ int main(int argc, char** argv) {
      << ", \"load_ms\": " << load_ms << ", \"iters\": " << opt.iters << ", \"min_ms\": " << ms.front()
      << ", \"median_ms\": " << ms[ms.size() / 2];
 
+  {
+    // The weights as the delegates store them on the GPU (benchmarks count GB/s on them).
+    uint64_t constant_bytes = 0;
+    for (auto* g : graphs) constant_bytes += g->memory_report().constant_bytes;
+    js << ", \"constant_bytes\": " << constant_bytes;
+  }
   if (opt.memory) {
     for (size_t i = 0; i < graphs.size(); ++i) {
       const vkd::MemoryReport r = graphs[i]->memory_report();
@@ -422,19 +459,27 @@ int main(int argc, char** argv) {
   }
   if (opt.profile) {
     try {
+      // One profiled execute: the GPU time of every dispatch of every delegate and their total
+      // (a barrier after each dispatch; the input copies and any prologue fall outside it).
+      auto profiled_execute = [&]() -> double {
+        if (method->execute() != et::Error::Ok) {
+          throw std::runtime_error("execute failed: " + vkd::last_error());
+        }
+        double all = 0;
+        for (auto* g : graphs) {
+          for (const auto& n : g->timings()) all += n.us;
+        }
+        return all;
+      };
       for (auto* g : graphs) g->set_profiling(true);
-      if (method->execute() != et::Error::Ok) {
-        std::fprintf(stderr, "execute failed: %s\n", vkd::last_error().c_str());
-        return 1;
-      }
-      double all = 0;
+      std::vector<double> warm;  // each right after the previous execute: the cache holds what it left
+      for (int r = 0; r < opt.gpu_runs; ++r) warm.push_back(profiled_execute());
       bool first = true;
       js << ", \"dispatches\": [";
       for (size_t i = 0; i < graphs.size(); ++i) {
         const auto& t = graphs[i]->timings();
         double total = 0;
         for (const auto& n : t) total += n.us;
-        all += total;
         for (size_t k = 0; k < t.size(); ++k) {
           js << (first ? "" : ", ") << "{\"delegate\": " << i << ", \"op\": " << json_string(t[k].op)
              << ", \"shape\": " << json_string(t[k].shape) << ", \"us\": " << t[k].us << "}";
@@ -450,7 +495,31 @@ int main(int argc, char** argv) {
                       t[k].us, total > 0 ? 100.0 * t[k].us / total : 0.0);
         }
       }
-      js << "], \"gpu_us\": " << all;
+      js << "], \"gpu_us\": " << median(warm) << ", \"gpu_us_runs\": ";
+      json_list(js, warm);
+      std::printf("GPU time over %d profiled executes: median %.2f us\n", opt.gpu_runs, median(warm));
+      if (opt.flush_mib > 0) {
+        // Cold cache: a fill of a buffer larger than the GPU's last-level cache, recorded
+        // after the input copies and before the first timestamp, evicts the weights and
+        // inputs before every profiled execute.
+        const VkDeviceSize bytes = static_cast<VkDeviceSize>(opt.flush_mib) << 20;
+        vkd::Buffer flush(*ctx, bytes, vkd::MemoryUsage::Device, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+        const VkBuffer handle = flush.handle();
+        for (auto* g : graphs) {
+          g->set_prologue([handle](VkCommandBuffer cmd) {
+            vkd::vkCmdFillBuffer(cmd, handle, 0, VK_WHOLE_SIZE, 0x3f800000u);
+          });
+        }
+        std::vector<double> cold;
+        for (int r = 0; r < opt.gpu_runs; ++r) cold.push_back(profiled_execute());
+        for (auto* g : graphs) g->set_prologue(nullptr);
+        js << ", \"flush_l2_mib\": " << opt.flush_mib << ", \"gpu_us_flushed\": " << median(cold)
+           << ", \"gpu_us_flushed_runs\": ";
+        json_list(js, cold);
+        std::printf("GPU time over %d profiled executes, each after a %d MiB fill (cache flushed): median %.2f us\n",
+                    opt.gpu_runs, opt.flush_mib, median(cold));
+      }
+      for (auto* g : graphs) g->set_profiling(false);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "profiling unavailable: %s\n", e.what());
       return 1;

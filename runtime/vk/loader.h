@@ -133,6 +133,7 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   X(vkCmdDispatch)                      \
   X(vkCmdPipelineBarrier)               \
   X(vkCmdCopyBuffer)                    \
+  X(vkCmdFillBuffer)                    \
   X(vkCmdResetQueryPool)                \
   X(vkCmdWriteTimestamp)                \
   X(vkCreateQueryPool)                  \
