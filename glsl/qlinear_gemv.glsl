@@ -14,15 +14,20 @@
 // X4: x read as vec4 (K a multiple of 4 and of the word's values); else scalar, K checked.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// variant qlinear_gemv_b4: BITS=4 X4=0
-// variant qlinear_gemv_b4_x4: BITS=4 X4=1
-// variant qlinear_gemv_b8: BITS=8 X4=0
-// variant qlinear_gemv_b8_x4: BITS=8 X4=1
+// variant qlinear_gemv_b4: BITS=4 X4=0 NC=4 U=2
+// variant qlinear_gemv_b4_x4: BITS=4 X4=1 NC=4 U=2
+// variant qlinear_gemv_b8: BITS=8 X4=0 NC=4 U=2
+// variant qlinear_gemv_b8_x4: BITS=8 X4=1 NC=4 U=2
+// Other shapes of the int4 vec4 kernel, to compare (the setting QLINEAR_GEMV_SHAPE):
+// variant qlinear_gemv_b4_x4_c4u4: BITS=4 X4=1 NC=4 U=4
+// variant qlinear_gemv_b4_x4_c2u4: BITS=4 X4=1 NC=2 U=4
+// variant qlinear_gemv_b4_x4_c2u2: BITS=4 X4=1 NC=2 U=2
+// variant qlinear_gemv_b4_x4_c8u2: BITS=4 X4=1 NC=8 U=2
+// variant qlinear_gemv_b4_x4_c8u1: BITS=4 X4=1 NC=8 U=1
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 const int PER = 32 / BITS;  // values per word
-const int NC = 4;           // columns per workgroup
-const int U = 2;            // words of each column per invocation and step
+// NC: columns per workgroup; U: words of each column per invocation and step.
 
 layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
 #if X4

@@ -144,3 +144,17 @@ def test_setting_keeps_one_row_on_rows_kernel(rows):
     assert not any(s.startswith("qlinear_gemv") for s in run.shaders), run.shaders
     with torch.no_grad():
         torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])
+
+
+def test_gemv_shapes_match_reference():
+    """Each shape of qlinear_gemv.glsl that QLINEAR_GEMV_SHAPE picks (columns per workgroup,
+    words per invocation and step), with zero points, bias, N not a multiple of 8 and a last
+    step part past the row."""
+    module = fused("vkd_linear_qw", 1056, 13, 4, 32, True, True)
+    x = torch.randn(1, 1056) * 2.0
+    em = lower_once(("qlinear_gemv_shapes",), module, (x,))
+    for shape in ("c4u2", "c4u4", "c2u4", "c2u2", "c8u2", "c8u1"):
+        run = run_forcing(module, (x,), edge_manager=em, QLINEAR_GEMV_SHAPE=shape, QLINEAR_WG=16)
+        assert_ran(run.shaders, "qlinear_gemv_b4_x4" + ("" if shape == "c4u2" else "_" + shape))
+        with torch.no_grad():
+            torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])

@@ -18,7 +18,8 @@ namespace vkd {
 
 namespace {
 
-// Weight-only: one row takes qlinear_gemv.glsl (kGemvCols columns per workgroup, its
+// Weight-only: one row takes qlinear_gemv.glsl (kGemvCols columns per workgroup unless the
+// setting QLINEAR_GEMV_SHAPE picks another of its shapes, its
 // invocations splitting K); up to kRows rows the rows kernel (qlinear_rows.glsl: kRows x
 // kCols outputs per workgroup, likewise), more the tiled one (32 x 32 per (8, 8)
 // workgroup). dq8a: the rows kernels at every row count.
@@ -148,6 +149,13 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   // word by a shift where the words per group are a power of two (one group: 31).
   const bool gemv = !dq8a && !g.settings().qlinear_no_gemv;
   const bool gemv_x4 = K % 4 == 0 && K % per == 0;
+  std::string gemv_shader = std::string("qlinear_gemv") + (bits == 4 ? "_b4" : "_b8") + (gemv_x4 ? "_x4" : "");
+  int64_t gemv_cols = kGemvCols;
+  if (const std::string& shape = g.settings().qlinear_gemv_shape; !shape.empty() && bits == 4 && gemv_x4) {
+    // "cNuM": N columns per workgroup.
+    if (shape != "c4u2") gemv_shader += "_" + shape;
+    gemv_cols = shape[1] - '0';
+  }
   int32_t group_words_log2 = groups == 1 ? 31 : -1;
   if (groups > 1) {
     const int64_t group_words = group_size / per;
@@ -186,7 +194,7 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     if (kernel != use || M == 0 || N == 0) {
       node.groups = {0, 0, 0};
     } else if (kernel == Kernel::Gemv) {
-      node.groups = {static_cast<uint32_t>((N + kGemvCols - 1) / kGemvCols), 1, 1};
+      node.groups = {static_cast<uint32_t>((N + gemv_cols - 1) / gemv_cols), 1, 1};
     } else if (kernel == Kernel::Rows) {
       const int64_t row_groups = (M + kRows - 1) / kRows;
       if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * kRows) + " rows");
@@ -210,7 +218,6 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
                });
   }
   if (gemv) {
-    const std::string gemv_shader = std::string("qlinear_gemv") + (bits == 4 ? "_b4" : "_b8") + (gemv_x4 ? "_x4" : "");
     g.add_node(g.current_op(), gemv_shader, gemv_local(g), tensors,
                [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Gemv); });
   }
