@@ -19,11 +19,11 @@
 // variant qlinear_gemv_b8: BITS=8 X4=0 NC=4 U=2
 // variant qlinear_gemv_b8_x4: BITS=8 X4=1 NC=4 U=2
 // Other shapes of the int4 vec4 kernel, to compare (the setting QLINEAR_GEMV_SHAPE):
-// variant qlinear_gemv_b4_x4_c4u4: BITS=4 X4=1 NC=4 U=4
-// variant qlinear_gemv_b4_x4_c2u4: BITS=4 X4=1 NC=2 U=4
+// variant qlinear_gemv_b4_x4_c2u1: BITS=4 X4=1 NC=2 U=1
 // variant qlinear_gemv_b4_x4_c2u2: BITS=4 X4=1 NC=2 U=2
-// variant qlinear_gemv_b4_x4_c8u2: BITS=4 X4=1 NC=8 U=2
+// variant qlinear_gemv_b4_x4_c4u1: BITS=4 X4=1 NC=4 U=1
 // variant qlinear_gemv_b4_x4_c8u1: BITS=4 X4=1 NC=8 U=1
+// variant qlinear_gemv_b4_x4_c16u1: BITS=4 X4=1 NC=16 U=1
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 const int PER = 32 / BITS;  // values per word
