@@ -6,7 +6,7 @@
 #   linear_int4_g32_11008x4096_m1 linear_int4_g32_8192x28672_m1 --models --fp16-models --compress
 # The runner alone on each linear_*_m1 .pte of the bundle under kernel choices: the default
 # (qlinear_gemv.glsl), the rows kernel (VKDELEGATE_QLINEAR_NO_GEMV=1: the kernel before it) and
-# each shape of qlinear_gemv.glsl (VKDELEGATE_QLINEAR_GEMV_SHAPE) at local sizes 64 to 512
+# each shape of qlinear_gemv.glsl (VKDELEGATE_QLINEAR_GEMV_SHAPE) at local sizes 64, 128 and 256
 # (VKDELEGATE_QLINEAR_WG). GPU time: the median of 21 profiled executes, warm and
 # with the L2 flushed (a 256 MiB fill before each, outside the timing); GB/s of the bytes the
 # linear stores on the GPU (packed weights and scales: the runner's constant_bytes).
@@ -47,8 +47,8 @@ N=VKDELEGATE_QLINEAR_NO_GEMV W=VKDELEGATE_QLINEAR_WG S=VKDELEGATE_QLINEAR_GEMV_S
 default_list=""
 for pte in $(ls linear_*_m1.pte 2>/dev/null | sed 's/\.pte$//'); do
   default_list+=" $pte:gemv:- $pte:rows(before):$N=1"
-  for shape in c4u2 c2u1 c2u2 c4u1 c8u1 c16u1; do
-    for wg in 64 128 256 512; do default_list+=" $pte:$shape-wg$wg:$S=$shape+$W=$wg"; done
+  for shape in c4u1 c2u1 c4u2 c8u1; do
+    for wg in 64 128 256; do default_list+=" $pte:$shape-wg$wg:$S=$shape+$W=$wg"; done
   done
 done
 for item in ${SWEEP:-$default_list}; do

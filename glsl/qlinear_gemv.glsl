@@ -5,7 +5,7 @@
 //
 // Bound by memory: the packed rows stream once, so a workgroup makes NC columns and its
 // invocations split K word by word (consecutive invocations, consecutive words: each
-// warp-wide load is one 128-byte line), U words of each column in flight per invocation.
+// warp-wide load is one 128-byte line), U words of each column per invocation and step.
 // A word's values become floats without integer-to-float conversions (a quarter-rate
 // instruction on NVIDIA): biased to unsigned (u = q + 2^(bits-1)), a value moved into
 // the mantissa of 2^23 at its place (one and-or) is 2^23 + u * 2^place, and one fma
@@ -14,16 +14,16 @@
 // X4: x read as vec4 (K a multiple of 4 and of the word's values); else scalar, K checked.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// variant qlinear_gemv_b4: BITS=4 X4=0 NC=4 U=2
-// variant qlinear_gemv_b4_x4: BITS=4 X4=1 NC=4 U=2
-// variant qlinear_gemv_b8: BITS=8 X4=0 NC=4 U=2
-// variant qlinear_gemv_b8_x4: BITS=8 X4=1 NC=4 U=2
-// Other shapes of the int4 vec4 kernel, to compare (the setting QLINEAR_GEMV_SHAPE):
+// variant qlinear_gemv_b4: BITS=4 X4=0 NC=4 U=1
+// variant qlinear_gemv_b4_x4: BITS=4 X4=1 NC=4 U=1
+// variant qlinear_gemv_b8: BITS=8 X4=0 NC=4 U=1
+// variant qlinear_gemv_b8_x4: BITS=8 X4=1 NC=4 U=1
+// Other shapes of the int4 vec4 kernel, to compare (the setting QLINEAR_GEMV_SHAPE; H100,
+// benchmarks/results/gemv_h100_2026-11-25.md: c4u1 at 128 invocations was the fastest or
+// within 3% on every shape; 4 words per step and 16 columns were slower everywhere):
 // variant qlinear_gemv_b4_x4_c2u1: BITS=4 X4=1 NC=2 U=1
-// variant qlinear_gemv_b4_x4_c2u2: BITS=4 X4=1 NC=2 U=2
-// variant qlinear_gemv_b4_x4_c4u1: BITS=4 X4=1 NC=4 U=1
+// variant qlinear_gemv_b4_x4_c4u2: BITS=4 X4=1 NC=4 U=2
 // variant qlinear_gemv_b4_x4_c8u1: BITS=4 X4=1 NC=8 U=1
-// variant qlinear_gemv_b4_x4_c16u1: BITS=4 X4=1 NC=16 U=1
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 const int PER = 32 / BITS;  // values per word

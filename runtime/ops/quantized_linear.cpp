@@ -153,7 +153,7 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   int64_t gemv_cols = kGemvCols;
   if (const std::string& shape = g.settings().qlinear_gemv_shape; !shape.empty() && bits == 4 && gemv_x4) {
     // "cNuM": N columns per workgroup.
-    if (shape != "c4u2") gemv_shader += "_" + shape;
+    if (shape != "c4u1") gemv_shader += "_" + shape;
     gemv_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
   }
   int32_t group_words_log2 = groups == 1 ? 31 : -1;
