@@ -1,10 +1,12 @@
-"""The decode kernels of the quantized linears (qlinear_rows.glsl, qlinear_dq8a_dot.glsl,
-qlinear_dq8a_quant.glsl): each variant (int4 / int8, 16-byte chunks or one word,
-subgroup or shared-memory reduction, weight-only / dq8a plain / dq8a integer dot) is
-checked to be the one chosen and against eager PyTorch (the et_vk ops' reference
-implementations), on odd K, N not a multiple of the 4 columns a workgroup makes, rows
-1..4 and more, with and without zero points and bias, group sizes 4..256 and per-axis,
-K long enough for several chunks per invocation, and rows changing between executes."""
+"""The decode kernels of the quantized linears (qlinear_gemv.glsl, qlinear_rows.glsl,
+qlinear_dq8a_dot.glsl, qlinear_dq8a_quant.glsl): each variant (int4 / int8, 16-byte chunks
+or one word, x as vec4 or checked floats, subgroup or shared-memory reduction, weight-only
+one row / weight-only few rows / dq8a plain / dq8a integer dot) is checked to be the one
+chosen and against eager PyTorch (the et_vk ops' reference implementations), on odd K, N
+not a multiple of the 4 columns a workgroup makes, rows 1..4 and more, with and without
+zero points and bias, group sizes 4..256 (words per group a power of two or not) and
+per-axis, K long enough for several chunks or steps per invocation (and a last step
+part past the row), and rows changing between executes."""
 import pytest
 import torch
 
@@ -32,6 +34,9 @@ CASES = [
     ("int8_word_g20_k40_rank3", 40, 5, 8, 20, False, False, (1, 1, 40)),
     ("int4_vec4_g32_m6", 128, 10, 4, 32, True, True, (2, 3, 128)),
     ("int8_word_axis_m9", 36, 7, 8, None, False, True, (9, 36)),
+    ("int4_word_axis_odd_k45_m1", 45, 7, 4, None, True, True, (1, 45)),
+    ("int8_word_axis_odd_k38_m1", 38, 6, 8, None, True, False, (1, 38)),
+    ("int4_vec4_axis_k4104_m1", 4104, 6, 4, None, True, False, (1, 4104)),
 ]
 
 
@@ -43,7 +48,9 @@ def fused(op_name, k, n, bits, group, asym, bias):
     return S.FusedCall(getattr(torch.ops.et_vk, op_name).default, packed, scales, zeros, b, bits, group)
 
 
-def expected_shader(flow, k, bits, sg):
+def expected_shader(flow, k, bits, sg, rows=2):
+    if flow == "weight_only" and rows == 1:
+        return f"qlinear_gemv_b{bits}" + ("_x4" if k % 4 == 0 and k % (32 // bits) == 0 else "")
     base = {"weight_only": "qlinear_rows", "dq8a_dot": "qlinear_dq8a_dot", "dq8a_plain": "qlinear_dq8a_rows"}[flow]
     vec4 = k % (4 * 32 // bits) == 0
     return base + f"_b{bits}" + ("_vec4" if vec4 else "") + ("_sg" if sg else "")
@@ -68,7 +75,7 @@ def test_rows_kernel_matches_reference(case, flow, sg):
     shaders = run.shaders
     rows = x.numel() // k
     if flow != "weight_only" or rows <= 4:
-        assert_ran(shaders, expected_shader(flow, k, bits, sg))
+        assert_ran(shaders, expected_shader(flow, k, bits, sg, rows))
     if flow != "weight_only":
         assert_ran(shaders, "qlinear_dq8a_quant_sg" if sg else "qlinear_dq8a_quant")
     out = run.outputs[0]
@@ -113,15 +120,42 @@ def test_bad_local_size_is_an_error():
 @pytest.mark.parametrize("flow", list(OPS))
 def test_default_rows_kernel_reduces_through_shared_memory(flow):
     """Without the setting QLINEAR_SUBGROUP the rows kernel is the shared-memory
-    reduction (faster on the H100), at 64 invocations; the dq8a quantize node keeps
-    its subgroup variant where the device has subgroup arithmetic."""
+    reduction (faster on the H100), at 64 invocations (weight-only, one row: qlinear_gemv.glsl,
+    which reduces in shared memory too); the dq8a quantize node keeps its subgroup variant
+    where the device has subgroup arithmetic."""
     module = fused(OPS[flow], 4096, 8, 4, 32, False, False)
     x = torch.randn(1, 4096)
     run = run_forcing(module, (x,), NO_INTEGER_DOT=flow == "dq8a_plain")
     shaders = run.shaders
-    assert_ran(shaders, expected_shader(flow, 4096, 4, False))
+    assert_ran(shaders, expected_shader(flow, 4096, 4, False, rows=1))
     assert not any(s.startswith(("qlinear_rows", "qlinear_dq8a_dot", "qlinear_dq8a_rows")) and s.endswith("_sg")
                    for s in shaders), shaders
     out = run.outputs[0]
     with torch.no_grad():
         torch.testing.assert_close(out, module(x), **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_setting_keeps_one_row_on_rows_kernel(rows):
+    """QLINEAR_NO_GEMV: one row takes qlinear_rows.glsl (to compare), not qlinear_gemv.glsl."""
+    module = fused("vkd_linear_qw", 256, 13, 4, 32, True, True)
+    x = torch.randn(rows, 256)
+    run = run_forcing(module, (x,), QLINEAR_NO_GEMV=True)
+    assert_ran(run.shaders, "qlinear_rows_b4_vec4")
+    assert not any(s.startswith("qlinear_gemv") for s in run.shaders), run.shaders
+    with torch.no_grad():
+        torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])
+
+
+def test_gemv_shapes_match_reference():
+    """Each shape of qlinear_gemv.glsl that QLINEAR_GEMV_SHAPE picks (columns per workgroup,
+    words per invocation and step), with zero points, bias, N not a multiple of 8 and a last
+    step part past the row."""
+    module = fused("vkd_linear_qw", 1056, 13, 4, 32, True, True)
+    x = torch.randn(1, 1056) * 2.0
+    em = lower_once(("qlinear_gemv_shapes",), module, (x,))
+    for shape in ("c4u1", "c2u1", "c4u2", "c8u1"):
+        run = run_forcing(module, (x,), edge_manager=em, QLINEAR_GEMV_SHAPE=shape, QLINEAR_WG=16)
+        assert_ran(run.shaders, "qlinear_gemv_b4_x4" + ("" if shape == "c4u1" else "_" + shape))
+        with torch.no_grad():
+            torch.testing.assert_close(run.outputs[0], module(x), **TOLERANCES["matmul"])

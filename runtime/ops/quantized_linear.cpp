@@ -1,8 +1,8 @@
 // Quantized linear and embedding (et_vk.vkd_linear_qw,
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
-// shaders (qlinear_rows.glsl, qlinear_dq8a_dot.glsl, qlinear_dq8a_quant.glsl,
-// qlinear_tiled.glsl, qembedding.glsl).
+// shaders (qlinear_gemv.glsl, qlinear_rows.glsl, qlinear_dq8a_dot.glsl,
+// qlinear_dq8a_quant.glsl, qlinear_tiled.glsl, qembedding.glsl).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -18,9 +18,12 @@ namespace vkd {
 
 namespace {
 
-// The rows kernels (qlinear_rows.glsl, qlinear_dq8a_dot.glsl) make kRows x kCols
-// outputs per workgroup, its invocations splitting K; the tiled one (weight-only,
-// more than kRows rows) 32 x 32 per (8, 8) workgroup.
+// Weight-only: one row takes qlinear_gemv.glsl (kGemvCols columns per workgroup unless the
+// setting QLINEAR_GEMV_SHAPE picks another of its shapes, its
+// invocations splitting K); up to kRows rows the rows kernel (qlinear_rows.glsl: kRows x
+// kCols outputs per workgroup, likewise), more the tiled one (32 x 32 per (8, 8)
+// workgroup). dq8a: the rows kernels at every row count.
+constexpr int64_t kGemvCols = 4;
 constexpr int64_t kRows = 4;
 constexpr int64_t kCols = 4;
 constexpr LocalSize kTiledLocal{8, 8, 1};
@@ -45,6 +48,17 @@ LocalSize rows_local(ComputeGraph& g) {
   }
   return {size, 1, 1};
 }
+// qlinear_gemv.glsl's local size: 128 (within the device's limit); the setting QLINEAR_WG
+// sets it as it sets the rows kernels'.
+LocalSize gemv_local(ComputeGraph& g) {
+  constexpr uint32_t kDefault = 128;
+  const DeviceInfo& info = g.context().info();
+  uint32_t size = kDefault;
+  while (size > info.max_workgroup_invocations) size /= 2;
+  if (g.settings().qlinear_wg) size = rows_local(g)[0];
+  return {size, 1, 1};
+}
+
 // qlinear_dq8a_quant.glsl: a workgroup a row, of about K / 4 invocations (64 to
 // 1024 and the device's limit, a power of two): at decode the whole node is one
 // workgroup, whose serial loads the linear kernel waits for.
@@ -131,6 +145,24 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   const std::vector<int> tensors = {out, dq8a ? xq : x, packed, scales, zeros >= 0 ? zeros : scales,
                                     bias >= 0 ? bias : scales};
   const int64_t words_per_row = words_for(K, bits);
+  // qlinear_gemv.glsl: x as vec4 where each word's values are whole vec4s; the group of a
+  // word by a shift where the words per group are a power of two (one group: 31).
+  const bool gemv = !dq8a && !g.settings().qlinear_no_gemv;
+  const bool gemv_x4 = K % 4 == 0 && K % per == 0;
+  std::string gemv_shader = std::string("qlinear_gemv") + (bits == 4 ? "_b4" : "_b8") + (gemv_x4 ? "_x4" : "");
+  int64_t gemv_cols = kGemvCols;
+  if (const std::string& shape = g.settings().qlinear_gemv_shape; !shape.empty() && bits == 4 && gemv_x4) {
+    // "cNuM": N columns per workgroup.
+    if (shape != "c4u1") gemv_shader += "_" + shape;
+    gemv_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
+  }
+  int32_t group_words_log2 = groups == 1 ? 31 : -1;
+  if (groups > 1) {
+    const int64_t group_words = group_size / per;
+    for (int32_t b = 0; b < 31; ++b) {
+      if (group_words == (int64_t{1} << b)) group_words_log2 = b;
+    }
+  }
   auto rows_of = [=](ComputeGraph& g) {
     const Tensor& in = g.tensor(x);
     if (in.sizes.back() != K) g.fail("the input's last dim changed from " + std::to_string(K));
@@ -142,8 +174,9 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     }
     return M;
   };
-  // Both kernels are recorded for weight-only; each update dispatches the one for the current rows.
-  auto update = [=](ComputeGraph& g, Node& node, bool rows_kernel) {
+  // Weight-only records every kernel; each update dispatches the one for the current rows.
+  enum class Kernel { Gemv, Rows, Tiled };
+  auto update = [=](ComputeGraph& g, Node& node, Kernel kernel) {
     const int64_t M = rows_of(g);
     Sizes out_sizes = g.tensor(x).sizes;
     out_sizes.back() = N;
@@ -155,11 +188,14 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     p.group_size = static_cast<int32_t>(group_size), p.groups = static_cast<int32_t>(groups);
     p.bits = static_cast<int32_t>(bits), p.has_zeros = zeros >= 0, p.has_bias = bias >= 0;
     p.chunk_in_one_group = chunk_in_one_group, p.xq_stride = static_cast<int32_t>(xq_stride);
+    p.group_words_log2 = group_words_log2;
     node.set_params(p);
-    const bool use_rows = dq8a || M <= kRows;
-    if (rows_kernel != use_rows || M == 0 || N == 0) {
+    const Kernel use = gemv && M == 1 ? Kernel::Gemv : dq8a || M <= kRows ? Kernel::Rows : Kernel::Tiled;
+    if (kernel != use || M == 0 || N == 0) {
       node.groups = {0, 0, 0};
-    } else if (rows_kernel) {
+    } else if (kernel == Kernel::Gemv) {
+      node.groups = {static_cast<uint32_t>((N + gemv_cols - 1) / gemv_cols), 1, 1};
+    } else if (kernel == Kernel::Rows) {
       const int64_t row_groups = (M + kRows - 1) / kRows;
       if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * kRows) + " rows");
       node.groups = {static_cast<uint32_t>((N + kCols - 1) / kCols), static_cast<uint32_t>(row_groups), 1};
@@ -181,11 +217,15 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
                  node.groups = {static_cast<uint32_t>(N == 0 ? 0 : std::min<int64_t>(M, 65535)), 1, 1};
                });
   }
+  if (gemv) {
+    g.add_node(g.current_op(), gemv_shader, gemv_local(g), tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Gemv); });
+  }
   g.add_node(g.current_op(), rows_shader, local, tensors,
-             [update](ComputeGraph& g, Node& node) { update(g, node, true); });
+             [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Rows); });
   if (!dq8a) {
     g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,
-               [update](ComputeGraph& g, Node& node) { update(g, node, false); });
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Tiled); });
   }
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The one-row quantized linear (qlinear_gemv.glsl), on the GPU machine, from the repository root of
+# the copied tree, after run_gpu.sh (which unpacks the bundle):
+#   bash benchmarks/BUNDLE/sweep_gemv.sh OUT
+# Bundle: make_bundle.py --micro --quant linear_int4_g32_4096x4096_m1 linear_int4_g32_4096x11008_m1
+#   linear_int4_g32_11008x4096_m1 linear_int4_g32_8192x28672_m1 --models --fp16-models --compress
+# The runner alone on each linear_*_m1 .pte of the bundle under kernel choices: the default
+# (qlinear_gemv.glsl), the rows kernel (VKDELEGATE_QLINEAR_NO_GEMV=1: the kernel before it) and
+# each shape of qlinear_gemv.glsl (VKDELEGATE_QLINEAR_GEMV_SHAPE) at local sizes 64, 128 and 256
+# (VKDELEGATE_QLINEAR_WG). GPU time: the median of 21 profiled executes, warm and
+# with the L2 flushed (a 256 MiB fill before each, outside the timing); GB/s of the bytes the
+# linear stores on the GPU (packed weights and scales: the runner's constant_bytes).
+# SWEEP="pte:label:ENV=V+ENV=V ..." replaces the built-in list. The driver's internal
+# representations of the 8192x28672 product's kernels land in OUT/gemv_ir.
+set -uo pipefail
+out=${1:?usage: sweep_gemv.sh OUT}
+root=$(pwd)
+for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+cd "$(dirname "$0")"
+mkdir -p "$out"
+one() {  # pte label env-list (+-separated, or "-")
+  local pte=$1 label=$2 envs=()
+  [ -f "$pte.pte" ] || return
+  [ "$3" != "-" ] && IFS=+ read -ra envs <<< "$3"
+  env "${envs[@]}" ./vkdelegate_runner --model "$pte.pte" --iters 3 --warmup 3 --profile --gpu-runs 21 \
+    --flush-l2 256 --pipeline-stats --json /tmp/g.json > /tmp/g.txt 2>&1 || { echo "$pte $label: FAILED $(tail -c 300 /tmp/g.txt)"; return; }
+  python3 - "$pte" "$label" <<'PY'
+import json, sys
+r = json.load(open("/tmp/g.json"))
+pte, label = sys.argv[1], sys.argv[2]
+mb = r["constant_bytes"] / 1e6
+warm, cold = r["gpu_us"], r["gpu_us_flushed"]
+# The quantized linear's kernels (the program records the one-row, rows and tiled kernels; the
+# one-row product dispatches one) with the driver's statistics (registers, shared memory).
+kernels = "; ".join(f"{p['shader']} [{p['local_size']}] " + ", ".join(p["statistics"][:4])
+                    for p in r.get("pipelines", []) if p["shader"].startswith(("qlinear_gemv", "qlinear_rows")))
+# Per dispatch (the last warm execute; empty ones, the kernels not chosen, only a timestamp).
+each = " + ".join(f"{d['us']:.1f}" for d in r.get("dispatches", []))
+print(f"{pte} {label}: {mb:.1f} MB, warm {warm:.1f} us {mb / warm * 1e3:.0f} GB/s ({each}), "
+      f"L2 flushed {cold:.1f} us {mb / cold * 1e3:.0f} GB/s | {kernels}")
+PY
+}
+N=VKDELEGATE_QLINEAR_NO_GEMV W=VKDELEGATE_QLINEAR_WG S=VKDELEGATE_QLINEAR_GEMV_SHAPE
+default_list=""
+for pte in $(ls linear_*_m1.pte 2>/dev/null | sed 's/\.pte$//'); do
+  default_list+=" $pte:gemv:- $pte:rows(before):$N=1"
+  for shape in c4u1 c2u1 c4u2 c8u1; do
+    for wg in 64 128 256; do default_list+=" $pte:$shape-wg$wg:$S=$shape+$W=$wg"; done
+  done
+done
+for item in ${SWEEP:-$default_list}; do
+  IFS=: read -r pte label envs <<< "$item"
+  one "$pte" "$label" "$envs"
+done 2>&1 | tee "$out/sweep_gemv.txt"
+if [ -f linear_int4_g32_8192x28672_m1.pte ]; then
+  ./vkdelegate_runner --model linear_int4_g32_8192x28672_m1.pte --iters 1 --warmup 0 --pipeline-ir "$out/gemv_ir" \
+    > /dev/null 2>&1 || echo "pipeline IR: FAILED"
+fi

@@ -1,0 +1,170 @@
+// Quantized weight-only linear of one row (decode): out[n] = sum_k x[k] * w[n, k] + bias[n]
+// with w[n, k] = (q[n, k] - zero[n, g]) * scale[n, g], g = k / group_size, q packed
+// 32 / bits per uint word (two's complement, lowest bits first; rows padded to words).
+// Same bindings and parameters as qlinear_rows.glsl; the host takes this kernel where M = 1.
+//
+// Bound by memory: the packed rows stream once, so a workgroup makes NC columns and its
+// invocations split K word by word (consecutive invocations, consecutive words: each
+// warp-wide load is one 128-byte line), U words of each column per invocation and step.
+// A word's values become floats without integer-to-float conversions (a quarter-rate
+// instruction on NVIDIA): biased to unsigned (u = q + 2^(bits-1)), a value moved into
+// the mantissa of 2^23 at its place (one and-or) is 2^23 + u * 2^place, and one fma
+// scales it back and subtracts the bias, exactly. The products sum in float per word,
+// then scale once per word (as qlinear_rows.glsl); zero points: scale * (sum x q - z sum x).
+// X4: x read as vec4 (K a multiple of 4 and of the word's values); else scalar, K checked.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// variant qlinear_gemv_b4: BITS=4 X4=0 NC=4 U=1
+// variant qlinear_gemv_b4_x4: BITS=4 X4=1 NC=4 U=1
+// variant qlinear_gemv_b8: BITS=8 X4=0 NC=4 U=1
+// variant qlinear_gemv_b8_x4: BITS=8 X4=1 NC=4 U=1
+// Other shapes of the int4 vec4 kernel, to compare (the setting QLINEAR_GEMV_SHAPE; H100,
+// benchmarks/results/gemv_h100_2026-11-25.md: c4u1 at 128 invocations was the fastest or
+// within 3% on every shape; 4 words per step and 16 columns were slower everywhere):
+// variant qlinear_gemv_b4_x4_c2u1: BITS=4 X4=1 NC=2 U=1
+// variant qlinear_gemv_b4_x4_c4u2: BITS=4 X4=1 NC=4 U=2
+// variant qlinear_gemv_b4_x4_c8u1: BITS=4 X4=1 NC=8 U=1
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+const int PER = 32 / BITS;  // values per word
+// NC: columns per workgroup; U: words of each column per invocation and step.
+
+layout(set = 0, binding = 0) writeonly buffer Out { float out_data[]; };
+#if X4
+layout(set = 0, binding = 1) readonly buffer X { vec4 x_data[]; };
+#else
+layout(set = 0, binding = 1) readonly buffer X { float x_data[]; };
+#endif
+layout(set = 0, binding = 2) readonly buffer W { uint w_data[]; };
+layout(set = 0, binding = 3) readonly buffer S { float s_data[]; };
+layout(set = 0, binding = 4) readonly buffer Z { int z_data[]; };
+layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
+#include "qlinear_params.glslh"
+
+shared float partial[NC][gl_WorkGroupSize.x];
+
+const uint MAGIC = 0x4B000000u;  // the float 2^23: its mantissa holds an integer below 2^23 exactly
+#if BITS == 4
+const uint BIAS = 0x88888888u;
+const int HI_SHIFT = 12;  // values 5..7 move to the places of 2..4 (bits 8..19)
+#else
+const uint BIAS = 0x80808080u;
+const int HI_SHIFT = 16;  // values 2..3 move to the places of 0..1
+#endif
+
+// u at bits [place * BITS, +BITS) of v, as the float 2^23 + u * 2^(place * BITS); then one fma
+// with the place's scale and offset (constants) gives u - 2^(bits-1), exactly.
+#define AT(v, place) uintBitsToFloat(((v) & (((1u << BITS) - 1u) << ((place) * BITS))) | MAGIC)
+#if BITS == 4
+#define VALUE(v, place, down, sub) fma(AT(v, place), down, sub)
+#define V0(v) VALUE(v, 0, 1.0, -8388616.0)          // -(2^23 + 8)
+#define V1(v) VALUE(v, 1, 0.0625, -524296.0)        // 2^-4, -(2^19 + 8)
+#define V2(v) VALUE(v, 2, 0.00390625, -32776.0)     // 2^-8, -(2^15 + 8)
+#define V3(v) VALUE(v, 3, 0.000244140625, -2056.0)  // 2^-12, -(2^11 + 8)
+#define V4(v) VALUE(v, 4, 0.0000152587890625, -136.0)  // 2^-16, -(2^7 + 8)
+#else
+#define VALUE(v, place, down, sub) fma(AT(v, place), down, sub)
+#define V0(v) VALUE(v, 0, 1.0, -8388736.0)     // -(2^23 + 128)
+#define V1(v) VALUE(v, 1, 0.00390625, -32896.0)  // 2^-8, -(2^15 + 128)
+#endif
+
+// The word's PER values as floats in [-2^(bits-1), 2^(bits-1)).
+void decode(uint word, out float q[PER]) {
+  const uint v = word ^ BIAS;
+  const uint h = v >> HI_SHIFT;
+#if BITS == 4
+  q[0] = V0(v), q[1] = V1(v), q[2] = V2(v), q[3] = V3(v), q[4] = V4(v);
+  q[5] = V2(h), q[6] = V3(h), q[7] = V4(h);
+#else
+  q[0] = V0(v), q[1] = V1(v);
+  q[2] = V0(h), q[3] = V1(h);
+#endif
+}
+
+void load_x(int w, out float xv[PER]) {
+#if X4
+#if BITS == 4
+  const vec4 a = x_data[2 * w], b = x_data[2 * w + 1];
+  xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+  xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
+#else
+  const vec4 a = x_data[w];
+  xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+#endif
+#else
+  for (int e = 0; e < PER; ++e) {
+    const int k = w * PER + e;
+    xv[e] = k < p.K ? x_data[k] : 0.0;  // the last word's padding values are 0, x past K is not read
+  }
+#endif
+}
+
+int group_of(int w) {
+  // group_words_log2: log2 of the words per group where a power of two (31: one group), else -1.
+  return p.group_words_log2 >= 0 ? w >> p.group_words_log2 : w * PER / p.group_size;
+}
+
+void main() {
+  const int tid = int(gl_LocalInvocationID.x);
+  const int wg = int(gl_WorkGroupSize.x);
+  const int n0 = int(gl_WorkGroupID.x) * NC;
+  const int words = p.words_per_row;
+  // Columns past N read column N - 1 (no divergence in the loop) and are not stored.
+  int wrow[NC];
+  for (int j = 0; j < NC; ++j) wrow[j] = min(n0 + j, p.N - 1);
+
+  float acc[NC];
+  for (int j = 0; j < NC; ++j) acc[j] = 0.0;
+
+  for (int w0 = tid; w0 < words; w0 += U * wg) {
+    // The step's loads first (U words of NC columns), so they are in flight together.
+    uint wv[U][NC];
+    float sv[U][NC];
+    int zv[U][NC];
+    for (int u = 0; u < U; ++u) {
+      // A word past the row (the last step) reads the row's last word and is not added.
+      const int w = min(w0 + u * wg, words - 1);
+      const int g = group_of(w);
+      for (int j = 0; j < NC; ++j) {
+        wv[u][j] = w_data[wrow[j] * words + w];
+        sv[u][j] = s_data[wrow[j] * p.groups + g];
+        zv[u][j] = p.has_zeros != 0 ? z_data[wrow[j] * p.groups + g] : 0;
+      }
+    }
+    for (int u = 0; u < U; ++u) {
+      if (w0 + u * wg >= words) break;
+      float xv[PER];
+      load_x(w0 + u * wg, xv);
+      float xsum = 0.0;
+      if (p.has_zeros != 0) {
+        for (int e = 0; e < PER; ++e) xsum += xv[e];
+      }
+      for (int j = 0; j < NC; ++j) {
+        float q[PER];
+        decode(wv[u][j], q);
+        float d = 0.0;
+        for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
+        if (p.has_zeros != 0) d -= float(zv[u][j]) * xsum;
+        acc[j] = fma(d, sv[u][j], acc[j]);
+      }
+    }
+  }
+
+  // The NC partial sums across the workgroup (a power of two): a shared-memory tree.
+  for (int j = 0; j < NC; ++j) partial[j][tid] = acc[j];
+  barrier();
+  for (int s = wg / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+      for (int j = 0; j < NC; ++j) partial[j][tid] += partial[j][tid + s];
+    }
+    barrier();
+  }
+  if (tid < NC) {
+    const int n = n0 + tid;
+    if (n < p.N) {
+      float v = partial[tid][0];
+      if (p.has_bias != 0) v += bias_data[n];
+      out_data[n] = v;
+    }
+  }
+}
