@@ -540,8 +540,14 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
     js << ", \"decode_dispatches\": [";
     for (size_t i = 0; i < graphs.size(); ++i) {
       for (const auto& t : graphs[i]->timings()) {
-        by_op[t.op].first += 1;
-        by_op[t.op].second += t.us;
+        // Timings name a dispatch "op #N (target)": summed by target.
+        std::string op = t.op;
+        const size_t open = op.find(" (");
+        if (op.rfind("op #", 0) == 0 && open != std::string::npos && op.back() == ')') {
+          op = op.substr(open + 2, op.size() - open - 3);
+        }
+        by_op[op].first += 1;
+        by_op[op].second += t.us;
         total += t.us;
         js << (n++ ? ", " : "") << "{\"delegate\": " << i << ", \"op\": " << json_string(t.op)
            << ", \"shape\": " << json_string(t.shape) << ", \"us\": " << t.us << "}";
