@@ -155,6 +155,12 @@ def summarize(results):
               "| op | dispatches | us | share |", "|---|---|---|---|"]
     for r in last.get("decode_by_op", []):
         lines.append(f"| {r['op']} | {r['count']} | {r['us']:.1f} | {100 * r['us'] / last['decode_gpu_us']:.1f}% |")
+    if "prefill_by_op" in last:
+        lines += ["", f"Prefill GPU time by op ({m['prompts'][-1]}-token prompt, profiled the same way: "
+                  f"{last['prefill_gpu_us']:.0f} us in all; unprofiled {last['prefill_ms'] * 1e3:.0f} us with the "
+                  "inputs in and the logits out):", "", "| op | dispatches | us | share |", "|---|---|---|---|"]
+        for r in last["prefill_by_op"]:
+            lines.append(f"| {r['op']} | {r['count']} | {r['us']:.1f} | {100 * r['us'] / last['prefill_gpu_us']:.1f}% |")
     for k, r in results["torch"].items():
         if "error" in r:
             lines += ["", f"PyTorch {k}: {r['error'][-400:]}"]
@@ -182,8 +188,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = {"manifest": manifest, "ours": {}, "torch": {}}
     pte = os.path.join(HERE, manifest["pte"])
-    for i, prompt in enumerate(prompts):
-        results["ours"][prompt] = run_runner(pte, prompt, steps, runs, profile=(i == len(prompts) - 1))
+    for prompt in prompts:
+        results["ours"][prompt] = run_runner(pte, prompt, steps, runs, profile=True)
     for mode in ("eager", "graph", "compile"):
         t0 = time.perf_counter()
         try:

@@ -184,7 +184,7 @@ def test_runner_generation_loop_matches_eager_greedy(tmp_path, tiny_llm):
     assert result["prefill_tok_s"] > 0 and result["decode_tok_s"] > 0
     assert result["memory"]["state_bytes"] == 2 * 2 * 32 * 32 * 4  # layers x (k, v) x positions x kv width (2 heads x 16) x fp32
     assert result["memory"]["constant_bytes"] > 0
-    assert "decode step GPU time by op" in r.stdout and result["decode_by_op"]
+    assert "decode GPU time by op" in r.stdout and "prefill GPU time by op" in r.stdout and result["decode_by_op"]
     # A made-up prompt of N ids runs too.
     r = run_runner("--model", str(pte), "--prompt-tokens", "20", "--generate", "3", "--warmup", "0")
     assert r.returncode == 0, r.stderr

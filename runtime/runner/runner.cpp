@@ -528,16 +528,18 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
      << ", \"params_bytes\": " << mem.params_bytes << ", \"block_bytes\": " << blocks.block_bytes
      << ", \"used_bytes\": " << blocks.used_bytes << "}";
 
-  if (opt.profile && opt.generate > 0 && prompt_len + opt.generate < max_len) {
-    // One more decode step, profiled (a barrier after every dispatch: a serialized GPU time,
-    // above what the step takes unprofiled), with the time summed by op.
+  // One profiled execute (a barrier after every dispatch: a serialized GPU time, above what
+  // the step takes unprofiled), its dispatches and their time summed by op into the JSON as
+  // KEY_dispatches, KEY_gpu_us and KEY_by_op.
+  auto profile = [&](const std::vector<int64_t>& ids, int64_t start, const std::string& key) -> bool {
     for (auto* g : graphs) g->set_profiling(true);
     int64_t next = 0;
-    if (!step({tokens.back()}, prompt_len + opt.generate, next)) return 1;
+    const bool ok = step(ids, start, next);
+    if (!ok) return false;
     std::map<std::string, std::pair<int, double>> by_op;
     double total = 0;
     size_t n = 0;
-    js << ", \"decode_dispatches\": [";
+    js << ", \"" << key << "_dispatches\": [";
     for (size_t i = 0; i < graphs.size(); ++i) {
       for (const auto& t : graphs[i]->timings()) {
         // Timings name a dispatch "op #N (target)": summed by target.
@@ -556,10 +558,10 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
     for (auto* g : graphs) g->set_profiling(false);
     std::vector<std::pair<std::string, std::pair<int, double>>> ops(by_op.begin(), by_op.end());
     std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-    std::printf("decode step GPU time by op (%zu dispatches, total %.1f us; profiled with a barrier after every "
-                "dispatch):\n", n, total);
+    std::printf("%s GPU time by op (%zu tokens at position %lld, %zu dispatches, total %.1f us; profiled with a "
+                "barrier after every dispatch):\n", key.c_str(), ids.size(), (long long)start, n, total);
     std::printf("  %-40s %6s %10s %7s\n", "op", "count", "us", "share");
-    js << "], \"decode_gpu_us\": " << total << ", \"decode_by_op\": [";
+    js << "], \"" << key << "_gpu_us\": " << total << ", \"" << key << "_by_op\": [";
     for (size_t k = 0; k < ops.size(); ++k) {
       std::printf("  %-40s %6d %10.1f %6.1f%%\n", ops[k].first.c_str(), ops[k].second.first, ops[k].second.second,
                   total > 0 ? 100.0 * ops[k].second.second / total : 0.0);
@@ -567,6 +569,16 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
          << ", \"us\": " << ops[k].second.second << "}";
     }
     js << "]";
+    return true;
+  };
+  if (opt.profile) {
+    // The prompt again at position 0 (it rewrites what the timed runs wrote there), then one
+    // more decode step after the last generated token.
+    if (!profile(prompt, 0, "prefill")) return 1;
+    if (opt.generate > 0 && prompt_len + opt.generate < max_len &&
+        !profile({tokens.back()}, prompt_len + opt.generate, "decode")) {
+      return 1;
+    }
   }
   if (!opt.json.empty()) {
     js << "}\n";
