@@ -169,7 +169,7 @@ def summarize(results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="where llm_results.json and .md go (required unless --summarize)")
     ap.add_argument("--torch-mode", help="internal: run one PyTorch mode and print its JSON")
     ap.add_argument("--compile-timeout", type=int, default=120)
     ap.add_argument("--summarize", help="print the table of an llm_results.json")
