@@ -2,7 +2,6 @@
 import os
 import subprocess
 
-import pytest
 import torch
 
 import vkdelegate.runtime as rt
@@ -149,58 +148,14 @@ def test_runner_flush_l2_times_kernels_without_the_flush(tmp_path):
     assert "--flush-l2 times kernels: it needs --profile" in run_runner("--model", str(pte), "--flush-l2", "8").stderr
 
 
-@pytest.fixture(scope="module")
-def tiny_llm(tmp_path_factory):
-    """(.pte path, eager model with the same weights): examples/llm.py's tiny KV-cache Llama, 32 positions."""
-    from vkdelegate.examples import llm
-
-    pte = tmp_path_factory.mktemp("llm") / "tiny_llm.pte"
-    pte.write_bytes(llm.export_llm(llm.build_model("tiny", 32, seed=5)).buffer)
-    return pte, llm.build_model("tiny", 32, seed=5)
-
-
-@pytest.mark.xdist_group("runner_llm")  # one worker: one export of tiny_llm
-def test_runner_generation_loop_matches_eager_greedy(tmp_path, tiny_llm):
-    """--generate: the prompt in one execute, then greedy decode steps of one token at the next
-    position; the runner's ids equal eager PyTorch's with the same cache semantics."""
-    import json
-
-    pte, eager = tiny_llm
-    prompt, steps = [1, 7, 42, 300, 9], 12
-    with torch.no_grad():
-        logits = eager(torch.tensor([prompt]), torch.arange(len(prompt)))
-        expected = [int(logits[0, -1].argmax())]
-        for s in range(steps):
-            logits = eager(torch.tensor([[expected[-1]]]), torch.tensor([len(prompt) + s]))
-            expected.append(int(logits[0, -1].argmax()))
-    assert len(set(expected)) > 2, "the random model repeats one token: pick another seed"
-    report = tmp_path / "gen.json"
-    r = run_runner("--model", str(pte), "--prompt-ids", ",".join(map(str, prompt)), "--generate", str(steps),
-                   "--warmup", "1", "--iters", "2", "--profile", "--json", str(report))
-    assert r.returncode == 0, r.stderr
-    result = json.loads(report.read_text())
-    assert result["tokens"] == expected
-    assert result["prompt_tokens"] == len(prompt) and len(result["decode_step_ms"]) == 2 * steps
-    assert result["prefill_tok_s"] > 0 and result["decode_tok_s"] > 0
-    assert result["memory"]["state_bytes"] == 2 * 2 * 32 * 32 * 4  # layers x (k, v) x positions x kv width (2 heads x 16) x fp32
-    assert result["memory"]["constant_bytes"] > 0
-    assert "decode GPU time by op" in r.stdout and "prefill GPU time by op" in r.stdout and result["decode_by_op"]
-    # A made-up prompt of N ids runs too.
-    r = run_runner("--model", str(pte), "--prompt-tokens", "20", "--generate", "3", "--warmup", "0")
-    assert r.returncode == 0, r.stderr
-    assert "prefill: 20 tokens" in r.stdout and "decode: 3 steps at context 21..23" in r.stdout
-
-
-@pytest.mark.xdist_group("runner_llm")
-def test_runner_generation_bad_arguments(tmp_path, tiny_llm):
-    pte, _ = tiny_llm
-    r = run_runner("--model", str(pte), "--prompt-tokens", "26", "--generate", "7")
-    assert r.returncode == 1 and "need 33 positions" in r.stderr and "holds 32" in r.stderr
-    assert run_runner("--model", str(pte), "--generate", "3").returncode == 2  # no prompt
-    r = run_runner("--model", str(pte), "--prompt-ids", "1,x", "--generate", "3")
-    assert r.returncode == 2 and "--prompt-ids takes token ids" in r.stderr
+def test_runner_generate_needs_an_llm(tmp_path):
+    """--generate on a program that is not forward(tokens, input_pos): a clear error (tests/test_llm.py
+    runs the generation loop on a KV-cache Llama)."""
     m, x = MODELS["mlp"]()
     mlp = tmp_path / "mlp.pte"
     mlp.write_bytes(to_pte(m, x))
     r = run_runner("--model", str(mlp), "--prompt-tokens", "2", "--generate", "1")
     assert r.returncode == 1 and "--generate needs forward(tokens, input_pos)" in r.stderr
+    assert run_runner("--model", str(mlp), "--generate", "3").returncode == 2  # no prompt
+    r = run_runner("--model", str(mlp), "--prompt-ids", "1,x", "--generate", "3")
+    assert r.returncode == 2 and "--prompt-ids takes token ids" in r.stderr
