@@ -2,6 +2,7 @@
 # Runs on the GPU machine, from the repository root of the copied tree:
 #   bash benchmarks/bundle/run_gpu.sh "$OUT"
 #   bash benchmarks/bundle/run_gpu.sh "$OUT" soak [soak.py's options]   (the memory soak instead)
+#   bash benchmarks/bundle_decode/run_gpu.sh "$OUT" llm   (LLM decode: make_llm_bundle.py's bundle)
 # Sets up Vulkan (loader from .gl2, tools and validation layer from .gltools),
 # then times vkdelegate (the C++ runner) and PyTorch CUDA on the same GPU.
 set -euo pipefail
@@ -31,6 +32,8 @@ for path in glob.glob("*.xz"):
 PY
 if [ "${2:-}" = soak ]; then
   python3 soak.py --out "$out" "${@:3}"
+elif [ "${2:-}" = llm ]; then
+  python3 bench_llm.py --out "$out" "${@:3}"
 else
   python3 bench_gpu.py --out "$out" "${@:2}"
 fi

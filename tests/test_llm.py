@@ -248,3 +248,44 @@ def test_state_persists_across_executes_and_only_state_updates_in_place():
 
     with pytest.raises(rt.GraphError, match="must be a state tensor"):
         rt.Graph(_index_put_graph(state=False))
+
+
+def test_cpp_runner_generation_loop_gives_eager_tokens(tmp_path, tokenizer_json, programs):
+    """vkdelegate_runner --generate (the C++ loop: the prompt in one execute, then greedy decode
+    steps of one token, argmax on the host) gives eager PyTorch's tokens; its memory report
+    counts the caches, its profile covers prefill and decode."""
+    import json
+    import subprocess
+
+    _, tokenizer = tokenizer_json
+    pte, eager = programs("none")
+    prompt, steps = tokenizer.encode(PROMPT).ids, 12
+    eager.reset_cache()
+    expected = [int(eager_step(eager, prompt, 0)[0, -1].argmax())]
+    for s in range(steps):
+        expected.append(int(eager_step(eager, [expected[-1]], len(prompt) + s)[0, -1].argmax()))
+    assert len(set(expected)) > 2, "the random model repeats one token: pick another seed"
+    report = tmp_path / "gen.json"
+
+    def runner(*args):
+        return subprocess.run([rt.runner_path(), "--model", pte, *args], capture_output=True, text=True, timeout=300)
+
+    r = runner("--prompt-ids", ",".join(map(str, prompt)), "--generate", str(steps), "--warmup", "1",
+               "--iters", "2", "--profile", "--json", str(report))
+    assert r.returncode == 0, r.stderr
+    result = json.loads(report.read_text())
+    assert result["tokens"] == expected
+    assert result["prompt_tokens"] == len(prompt) and len(result["decode_step_ms"]) == 2 * steps
+    assert result["prefill_tok_s"] > 0 and result["decode_tok_s"] > 0
+    model = llm.build_model("tiny", MAX_SEQ_LEN)
+    kv_width = model.layers[0].attention.kv_heads * model.layers[0].attention.head_dim
+    assert result["memory"]["state_bytes"] == len(model.layers) * 2 * MAX_SEQ_LEN * kv_width * 4  # fp32 k and v
+    assert "prefill GPU time by op" in r.stdout and "decode GPU time by op" in r.stdout
+    assert result["decode_by_op"] and result["prefill_by_op"]
+    # A made-up prompt of N ids; a prompt and steps past the cache: a clear error.
+    r = runner("--prompt-tokens", "20", "--generate", "3", "--warmup", "0")
+    assert r.returncode == 0, r.stderr
+    assert "prefill: 20 tokens" in r.stdout and "decode: 3 steps at context 21..23" in r.stdout
+    r = runner("--prompt-tokens", str(MAX_SEQ_LEN - 6), "--generate", "7")
+    assert r.returncode == 1 and f"need {MAX_SEQ_LEN + 1} positions" in r.stderr and f"holds {MAX_SEQ_LEN}" in r.stderr
+

@@ -146,3 +146,16 @@ def test_runner_flush_l2_times_kernels_without_the_flush(tmp_path):
         r = run_runner("--model", str(pte), *bad)
         assert r.returncode == 2, (bad, r.stderr)
     assert "--flush-l2 times kernels: it needs --profile" in run_runner("--model", str(pte), "--flush-l2", "8").stderr
+
+
+def test_runner_generate_needs_an_llm(tmp_path):
+    """--generate on a program that is not forward(tokens, input_pos): a clear error (tests/test_llm.py
+    runs the generation loop on a KV-cache Llama)."""
+    m, x = MODELS["mlp"]()
+    mlp = tmp_path / "mlp.pte"
+    mlp.write_bytes(to_pte(m, x))
+    r = run_runner("--model", str(mlp), "--prompt-tokens", "2", "--generate", "1")
+    assert r.returncode == 1 and "--generate needs forward(tokens, input_pos)" in r.stderr
+    assert run_runner("--model", str(mlp), "--generate", "3").returncode == 2  # no prompt
+    r = run_runner("--model", str(mlp), "--prompt-ids", "1,x", "--generate", "3")
+    assert r.returncode == 2 and "--prompt-ids takes token ids" in r.stderr

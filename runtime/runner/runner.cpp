@@ -12,6 +12,10 @@
 // (evicting the GPU's cache; outside the timestamps), for cold-cache kernel times.
 // --blob runs raw delegate blobs instead (a fuzz seed, a crasher from tests/regressions),
 // each loaded and executed on made-up inputs in this one process.
+// --generate M runs a KV-cache LLM (examples/llm.py's forward(tokens [1, T], input_pos [T])):
+// the prompt (--prompt-ids or --prompt-tokens N) in one execute, then M greedy decode steps
+// of one token each (argmax of the last logits on the host), printing prefill and decode
+// tokens/s, the time of every step and the GPU memory of the loaded program.
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 #include <executorch/runtime/executor/method.h>
@@ -51,6 +55,7 @@ struct Options {
   std::string model;
   std::string method = "forward";
   int iters = 10;
+  bool iters_given = false;  // --generate times one generation unless --iters says more
   int warmup = 3;
   bool profile = false;
   bool memory = false;
@@ -63,6 +68,9 @@ struct Options {
   int gpu_runs = 1;          // --gpu-runs N: profiled executes per mode (median reported)
   int flush_mib = 0;         // --flush-l2 MIB: also profile with the cache flushed (0: not)
   std::vector<std::string> blobs;  // --blob: delegate blob files, or directories of them
+  int generate = -1;               // --generate M: decode steps after the prompt (-1: not an LLM run)
+  int prompt_tokens = 0;           // --prompt-tokens N: a made-up prompt of N ids
+  std::vector<int64_t> prompt_ids; // --prompt-ids 1,2,3
 };
 
 void usage() {
@@ -72,6 +80,8 @@ void usage() {
                "                         [--inputs DIR] [--dump-outputs DIR] [--pipeline-stats]\n"
                "                         [--pipeline-ir DIR] [--soak CYCLES]\n"
                "                         [--gpu-runs N] [--flush-l2 MIB]\n"
+               "       vkdelegate_runner --model LLM.pte --prompt-tokens N|--prompt-ids 1,2,3 --generate M\n"
+               "                         [--warmup N] [--profile] [--json FILE]\n"
                "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n");
 }
 
@@ -90,7 +100,7 @@ bool parse(int argc, char** argv, Options& o) {
     } else if (a == "--method") {
       const char* v = next("--method"); if (!v) return false; o.method = v;
     } else if (a == "--iters") {
-      const char* v = next("--iters"); if (!v) return false; o.iters = std::max(1, std::atoi(v));
+      const char* v = next("--iters"); if (!v) return false; o.iters = std::max(1, std::atoi(v)); o.iters_given = true;
     } else if (a == "--warmup") {
       const char* v = next("--warmup"); if (!v) return false; o.warmup = std::max(0, std::atoi(v));
     } else if (a == "--profile") {
@@ -120,12 +130,45 @@ bool parse(int argc, char** argv, Options& o) {
       const char* v = next("--dump-outputs"); if (!v) return false; o.outputs_dir = v;
     } else if (a == "--blob") {
       const char* v = next("--blob"); if (!v) return false; o.blobs.push_back(v);
+    } else if (a == "--generate") {
+      const char* v = next("--generate"); if (!v) return false; o.generate = std::atoi(v);
+      if (o.generate < 0) {
+        std::fprintf(stderr, "--generate needs a number of steps, 0 or more\n");
+        return false;
+      }
+    } else if (a == "--prompt-tokens") {
+      const char* v = next("--prompt-tokens"); if (!v) return false; o.prompt_tokens = std::atoi(v);
+      if (o.prompt_tokens <= 0) {
+        std::fprintf(stderr, "--prompt-tokens needs a length above 0\n");
+        return false;
+      }
+    } else if (a == "--prompt-ids") {
+      const char* v = next("--prompt-ids"); if (!v) return false;
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        const long long id = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || id < 0) {
+          std::fprintf(stderr, "--prompt-ids takes token ids (integers >= 0) separated by commas, not '%s'\n", v);
+          return false;
+        }
+        o.prompt_ids.push_back(id);
+      }
     } else if (a == "-h" || a == "--help") {
       return false;
     } else {
       std::fprintf(stderr, "unknown argument '%s'\n", a.c_str());
       return false;
     }
+  }
+  if (o.generate >= 0 && o.prompt_ids.empty() == (o.prompt_tokens == 0)) {
+    std::fprintf(stderr, "--generate needs a prompt: --prompt-tokens N or --prompt-ids (one of them)\n");
+    return false;
+  }
+  if (o.generate < 0 && (o.prompt_tokens || !o.prompt_ids.empty())) {
+    std::fprintf(stderr, "a prompt is only used with --generate M\n");
+    return false;
   }
   if (o.flush_mib > 0 && !o.profile) {
     std::fprintf(stderr, "--flush-l2 times kernels: it needs --profile\n");
@@ -316,6 +359,239 @@ int run_blobs(const Options& opt) {
   return rejected ? 1 : 0;
 }
 
+// The GPU memory of the loaded program's delegates, summed.
+vkd::MemoryReport memory_of(const std::vector<vkd::ComputeGraph*>& graphs) {
+  vkd::MemoryReport all;
+  for (auto* g : graphs) {
+    const vkd::MemoryReport r = g->memory_report();
+    all.intermediate_bytes += r.intermediate_bytes;
+    all.constant_bytes += r.constant_bytes;
+    all.state_bytes += r.state_bytes;
+    all.staging_bytes += r.staging_bytes;
+    all.params_bytes += r.params_bytes;
+  }
+  return all;
+}
+
+// --generate: greedy generation with a KV-cache LLM, forward(tokens [1, T] int64,
+// input_pos [T] int64) -> logits [1, T, vocab] (or [1, vocab]). The prompt runs as one
+// execute (prefill), then each decode step runs T = 1 at the next position; the next token
+// is the argmax of the last logits, taken on the host. Warm-up generations (--warmup, each
+// the prompt and two decode steps: the first records, the second replays) run first, so
+// that the timed ones measure steady state; each timed generation starts over at position
+// 0 (the cache entries past the positions written are masked by the model).
+int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, const et::MethodMeta& meta,
+                 double load_ms) {
+  if (meta.num_inputs() != 2) {
+    std::fprintf(stderr, "--generate needs forward(tokens, input_pos); this method has %zu inputs\n",
+                 meta.num_inputs());
+    return 1;
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    auto tag = meta.input_tag(i);
+    if (!tag.ok() || tag.get() != et::Tag::Tensor || meta.input_tensor_meta(i)->scalar_type() != ScalarType::Long) {
+      std::fprintf(stderr, "--generate needs int64 tensor inputs (tokens [1, T], input_pos [T]); input %zu is not\n", i);
+      return 1;
+    }
+  }
+  const auto tokens_meta = meta.input_tensor_meta(0).get();
+  if (tokens_meta.sizes().size() != 2) {
+    std::fprintf(stderr, "--generate needs tokens of shape [1, T]; input 0 has %zu dims\n", tokens_meta.sizes().size());
+    return 1;
+  }
+  const int64_t max_len = tokens_meta.sizes()[1];  // the upper bound of T: the cache's length
+  std::vector<int64_t> prompt = opt.prompt_ids;
+  // A made-up prompt: small ids, valid for any vocabulary of 64 or more.
+  for (int i = 0; i < opt.prompt_tokens; ++i) prompt.push_back(3 + (i * 37) % 61);
+  const int64_t prompt_len = static_cast<int64_t>(prompt.size());
+  if (prompt_len + opt.generate > max_len) {
+    std::fprintf(stderr, "the prompt (%lld tokens) and %d decode steps need %lld positions; the program's cache "
+                 "holds %lld (its max sequence length)\n", (long long)prompt_len, opt.generate,
+                 (long long)(prompt_len + opt.generate), (long long)max_len);
+    return 1;
+  }
+
+  // One execute of the tokens at positions start...; returns the argmax of the last logits.
+  auto step = [&](const std::vector<int64_t>& ids, int64_t start, int64_t& next) -> bool {
+    std::vector<int64_t> tokens(ids), positions(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) positions[i] = start + static_cast<int64_t>(i);
+    ::executorch::aten::SizesType t = static_cast<::executorch::aten::SizesType>(ids.size());
+    ::executorch::aten::SizesType tok_sizes[2] = {1, t}, pos_sizes[1] = {t};
+    ::executorch::aten::DimOrderType tok_order[2] = {0, 1}, pos_order[1] = {0};
+    ::executorch::runtime::etensor::TensorImpl tok(ScalarType::Long, 2, tok_sizes, tokens.data(), tok_order);
+    ::executorch::runtime::etensor::TensorImpl pos(ScalarType::Long, 1, pos_sizes, positions.data(), pos_order);
+    if (method.set_input(et::EValue(::executorch::aten::Tensor(&tok)), 0) != et::Error::Ok ||
+        method.set_input(et::EValue(::executorch::aten::Tensor(&pos)), 1) != et::Error::Ok) {
+      std::fprintf(stderr, "set_input of %lld tokens at position %lld failed\n", (long long)t, (long long)start);
+      return false;
+    }
+    if (method.execute() != et::Error::Ok) {
+      std::fprintf(stderr, "execute of %lld tokens at position %lld failed: %s\n", (long long)t, (long long)start,
+                   vkd::last_error().c_str());
+      return false;
+    }
+    const et::EValue& out = method.get_output(0);
+    if (!out.isTensor() || out.toTensor().scalar_type() != ScalarType::Float || out.toTensor().dim() < 2) {
+      std::fprintf(stderr, "--generate needs float logits [1, T, vocab] as the first output\n");
+      return false;
+    }
+    const auto logits = out.toTensor();
+    const int64_t vocab = logits.size(logits.dim() - 1);
+    const float* last = logits.const_data_ptr<float>() + (logits.numel() - vocab);
+    next = std::max_element(last, last + vocab) - last;
+    return true;
+  };
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  // One generation: the prompt, then `steps` decode steps; times in ms.
+  auto generate = [&](int steps, std::vector<int64_t>& out, double& prefill_ms, std::vector<double>& step_ms) {
+    out.clear();
+    step_ms.clear();
+    int64_t next = 0;
+    auto t0 = clock::now();
+    if (!step(prompt, 0, next)) return false;
+    prefill_ms = ms_since(t0);
+    out.push_back(next);
+    for (int s = 0; s < steps; ++s) {
+      t0 = clock::now();
+      if (!step({out.back()}, prompt_len + s, next)) return false;
+      step_ms.push_back(ms_since(t0));
+      out.push_back(next);
+    }
+    return true;
+  };
+
+  std::vector<int64_t> tokens, first_tokens;
+  double prefill_ms = 0;
+  std::vector<double> step_ms, prefills, steps_all;
+  for (int w = 0; w < opt.warmup; ++w) {
+    if (!generate(std::min(opt.generate, 2), tokens, prefill_ms, step_ms)) return 1;
+  }
+  const int runs = opt.iters_given ? opt.iters : 1;
+  for (int r = 0; r < runs; ++r) {
+    if (!generate(opt.generate, tokens, prefill_ms, step_ms)) return 1;
+    if (r == 0) first_tokens = tokens;
+    if (tokens != first_tokens) {
+      std::fprintf(stderr, "generation %d gave other tokens than the first: a decode step is not deterministic\n", r);
+      return 1;
+    }
+    prefills.push_back(prefill_ms);
+    steps_all.insert(steps_all.end(), step_ms.begin(), step_ms.end());
+  }
+  const auto graphs = vkd::live_graphs();
+  const vkd::MemoryReport mem = memory_of(graphs);
+  const vkd::AllocatorStats blocks = ctx.allocator().stats();
+  const double prefill_med = median(prefills);
+  double decode_sum = 0;
+  for (double v : steps_all) decode_sum += v;
+  const double decode_tok_s = steps_all.empty() ? 0 : 1000.0 * steps_all.size() / decode_sum;
+  const double step_med = steps_all.empty() ? 0 : median(steps_all);
+
+  std::printf("model: %s (%zu delegate%s), load %.1f ms\n", opt.model.c_str(), graphs.size(),
+              graphs.size() == 1 ? "" : "s", load_ms);
+  std::printf("tokens:");
+  for (int64_t t : tokens) std::printf(" %lld", (long long)t);
+  std::printf("\n");
+  std::printf("prefill: %lld tokens in %.3f ms (median of %d): %.1f tok/s\n", (long long)prompt_len, prefill_med,
+              runs, 1000.0 * prompt_len / prefill_med);
+  if (!steps_all.empty()) {
+    std::printf("decode: %d steps at context %lld..%lld: median %.3f ms/step, %.1f tok/s (steps / their total time)\n",
+                opt.generate, (long long)prompt_len + 1, (long long)(prompt_len + opt.generate), step_med,
+                decode_tok_s);
+    std::printf("decode step ms:");
+    for (double v : step_ms) std::printf(" %.3f", v);
+    std::printf("\n");
+  }
+  using ull = unsigned long long;
+  std::printf("GPU memory: constants %.1f MiB, KV cache (state) %.1f MiB, other intermediates %.1f MiB, "
+              "staging %.1f MiB, parameters %.1f KiB; device blocks allocated %.1f MiB (%llu B in buffers)\n",
+              mem.constant_bytes / 1048576.0, mem.state_bytes / 1048576.0,
+              (mem.intermediate_bytes - mem.state_bytes) / 1048576.0, mem.staging_bytes / 1048576.0,
+              mem.params_bytes / 1024.0, blocks.block_bytes / 1048576.0, (ull)blocks.used_bytes);
+
+  std::ostringstream js;
+  js.precision(9);
+  js << "{\"device\": " << json_string(ctx.info().name + " (" + ctx.info().type + ")")
+     << ", \"model\": " << json_string(opt.model) << ", \"delegates\": " << graphs.size()
+     << ", \"load_ms\": " << load_ms << ", \"max_seq_len\": " << max_len << ", \"prompt_tokens\": " << prompt_len
+     << ", \"generate\": " << opt.generate << ", \"runs\": " << runs << ", \"tokens\": [";
+  for (size_t i = 0; i < tokens.size(); ++i) js << (i ? ", " : "") << tokens[i];
+  js << "], \"prefill_ms\": " << prefill_med << ", \"prefill_ms_runs\": ";
+  json_list(js, prefills);
+  js << ", \"prefill_tok_s\": " << 1000.0 * prompt_len / prefill_med << ", \"decode_step_ms\": ";
+  json_list(js, steps_all);
+  js << ", \"decode_step_ms_median\": " << step_med << ", \"decode_tok_s\": " << decode_tok_s
+     << ", \"memory\": {\"constant_bytes\": " << mem.constant_bytes << ", \"state_bytes\": " << mem.state_bytes
+     << ", \"intermediate_bytes\": " << mem.intermediate_bytes << ", \"staging_bytes\": " << mem.staging_bytes
+     << ", \"params_bytes\": " << mem.params_bytes << ", \"block_bytes\": " << blocks.block_bytes
+     << ", \"used_bytes\": " << blocks.used_bytes << "}";
+
+  // One profiled execute (a barrier after every dispatch: a serialized GPU time, above what
+  // the step takes unprofiled), its dispatches and their time summed by op into the JSON as
+  // KEY_dispatches, KEY_gpu_us and KEY_by_op.
+  auto profile = [&](const std::vector<int64_t>& ids, int64_t start, const std::string& key) -> bool {
+    for (auto* g : graphs) g->set_profiling(true);
+    int64_t next = 0;
+    const bool ok = step(ids, start, next);
+    if (!ok) return false;
+    std::map<std::string, std::pair<int, double>> by_op;
+    double total = 0;
+    size_t n = 0;
+    js << ", \"" << key << "_dispatches\": [";
+    for (size_t i = 0; i < graphs.size(); ++i) {
+      for (const auto& t : graphs[i]->timings()) {
+        // Timings name a dispatch "op #N (target)": summed by target.
+        std::string op = t.op;
+        const size_t open = op.find(" (");
+        if (op.rfind("op #", 0) == 0 && open != std::string::npos && op.back() == ')') {
+          op = op.substr(open + 2, op.size() - open - 3);
+        }
+        by_op[op].first += 1;
+        by_op[op].second += t.us;
+        total += t.us;
+        js << (n++ ? ", " : "") << "{\"delegate\": " << i << ", \"op\": " << json_string(t.op)
+           << ", \"shape\": " << json_string(t.shape) << ", \"us\": " << t.us << "}";
+      }
+    }
+    for (auto* g : graphs) g->set_profiling(false);
+    std::vector<std::pair<std::string, std::pair<int, double>>> ops(by_op.begin(), by_op.end());
+    std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+    std::printf("%s GPU time by op (%zu tokens at position %lld, %zu dispatches, total %.1f us; profiled with a "
+                "barrier after every dispatch):\n", key.c_str(), ids.size(), (long long)start, n, total);
+    std::printf("  %-40s %6s %10s %7s\n", "op", "count", "us", "share");
+    js << "], \"" << key << "_gpu_us\": " << total << ", \"" << key << "_by_op\": [";
+    for (size_t k = 0; k < ops.size(); ++k) {
+      std::printf("  %-40s %6d %10.1f %6.1f%%\n", ops[k].first.c_str(), ops[k].second.first, ops[k].second.second,
+                  total > 0 ? 100.0 * ops[k].second.second / total : 0.0);
+      js << (k ? ", " : "") << "{\"op\": " << json_string(ops[k].first) << ", \"count\": " << ops[k].second.first
+         << ", \"us\": " << ops[k].second.second << "}";
+    }
+    js << "]";
+    return true;
+  };
+  if (opt.profile) {
+    // The prompt again at position 0 (it rewrites what the timed runs wrote there), then one
+    // more decode step after the last generated token.
+    if (!profile(prompt, 0, "prefill")) return 1;
+    if (opt.generate > 0 && prompt_len + opt.generate < max_len &&
+        !profile({tokens.back()}, prompt_len + opt.generate, "decode")) {
+      return 1;
+    }
+  }
+  if (!opt.json.empty()) {
+    js << "}\n";
+    std::ofstream f(opt.json);
+    f << js.str();
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", opt.json.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -362,6 +638,7 @@ int main(int argc, char** argv) {
   et::Method* method = loaded->method.get();
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
+  if (opt.generate >= 0) return run_generate(opt, *ctx, *method, meta.get(), load_ms);
 
   std::mt19937 rng(0);
   std::vector<InputTensor> inputs(meta->num_inputs());
