@@ -312,11 +312,33 @@ def _check_index_put(node: Node) -> Optional[str]:
 
 def _check_rope(node: Node) -> Optional[str]:
     x, cos, sin = (fake_tensor(arg(node, name)) for name in ("x", "cos", "sin"))
-    if x is None or cos is None or sin is None or x.dim() < 2 or cos.dim() != 2:
-        return "x must have rank 2 or more, cos and sin rank 2"
-    if tuple(cos.shape) != tuple(sin.shape) or tuple(cos.shape) != tuple(x.shape[-2:]) or x.shape[-1] % 2:
-        return f"cos and sin must have x's last two sizes {tuple(x.shape[-2:])}, the last even"
+    if x is None or cos is None or sin is None:
+        return "x, cos and sin must be tensors"
+    if (tuple(cos.shape) != tuple(sin.shape) or not library.rope_table_fits(tuple(x.shape), tuple(cos.shape))
+            or x.shape[-1] % 2):
+        return (f"cos and sin {tuple(cos.shape)} must be [T, D] for x [..., T, D] or [T, 1, D] for x [..., T, H, D] "
+                f"(x is {tuple(x.shape)}), D even")
     return _check_same_dtype(node)
+
+
+def _check_sdpa_kv_cache(node: Node) -> Optional[str]:
+    q, k, v, positions = (fake_tensor(arg(node, name)) for name in ("q", "k_cache", "v_cache", "input_pos"))
+    if any(t is None for t in (q, k, v, positions)):
+        return "q, k_cache, v_cache and input_pos must be tensors"
+    if len({q.dtype, k.dtype, v.dtype}) != 1 or q.dtype not in FLOATS:
+        return "q, k_cache and v_cache must share one dtype, float32 or float16"
+    if positions.dtype not in (torch.int32, torch.int64) or positions.dim() != 1:
+        return "input_pos must be a 1-D int32 or int64 tensor"
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        return "q, k_cache and v_cache must have rank 4: [B, T, H, D] and [B, S, KVH, D]"
+    (batch, length, heads, head_dim), kv_heads = q.shape, k.shape[2]
+    if (k.shape[0] != batch or k.shape[3] != head_dim or tuple(v.shape[:3]) != tuple(k.shape[:3])
+            or positions.shape[0] != length or kv_heads == 0 or heads % kv_heads):
+        return (f"q {tuple(q.shape)}, k_cache {tuple(k.shape)}, v_cache {tuple(v.shape)} and input_pos "
+                f"{tuple(positions.shape)} do not fit (H a multiple of KVH)")
+    if head_dim > 256 or v.shape[3] > 256:
+        return "head dims above 256 are not supported"
+    return None
 
 
 def _check_layer_norm(node: Node) -> Optional[str]:
@@ -901,9 +923,17 @@ _ENTRIES = [
         updates_state=True,
     ),
     OpEntry("rope", (et_vk.vkd_rope.default,),
-            "et_vk.vkd_rope: rotary position embedding, rotate-half layout, x [..., T, D] with cos and sin [T, D]; "
+            "et_vk.vkd_rope: rotary position embedding, rotate-half layout, x [..., T, D] with cos and sin [T, D], "
+            "or x [..., T, H, D] with cos and sin [T, 1, D]; "
             "backends/rope_fusion.py makes it from x * cos + rotate_half(x) * sin.",
             dtypes=FLOATS, check=_check_rope, kind="transcendental"),
+    OpEntry("sdpa_kv_cache", (et_vk.vkd_sdpa_kv_cache.default,),
+            "et_vk.vkd_sdpa_kv_cache: attention over a KV cache at positions, q [B, T, H, D], caches [B, S, KVH, D] "
+            "(H a multiple of KVH), input_pos [T] int32/int64; query t sees cache entries 0..input_pos[t], and only "
+            "those are visited (the positions are read on the GPU); a position outside [0, S) is an error. Head "
+            "dims up to 256. backends/attention_fusion.py makes it from sdpa over transposed caches with the mask "
+            "arange(S) <= input_pos[:, None].",
+            dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_sdpa_kv_cache, kind="matmul"),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
             "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16,

@@ -17,6 +17,7 @@ from torch.export import ExportedProgram
 from .force_fp16 import force_fp16
 from .q8ta_fusion import fuse_q8ta
 from .fuse_conv import fuse_conv
+from .attention_fusion import fuse_sdpa_kv_cache
 from .rope_fusion import fuse_rope
 from .torchao_fusion import fuse_torchao_quantized
 
@@ -29,6 +30,7 @@ PASSES: List[Pass] = [
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope
+    fuse_sdpa_kv_cache,  # perf: sdpa over transposed caches with a position mask into et_vk.vkd_sdpa_kv_cache
     force_fp16,  # Float16: last, so that it sees what the other passes made
 ]
 

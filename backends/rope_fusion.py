@@ -3,8 +3,9 @@
 x * cos + rotate_half(x) * sin, with rotate_half(x) = cat([-x2, x1], -1) for the two
 halves x1, x2 of the last dim, exports to seven nodes (mul, split_with_sizes_copy and its
 two getitems, neg, cat, mul, add): seven dispatches and three intermediates per q and k of
-each attention layer. With cos and sin of x's last two sizes [T, D] (one row per position)
-it becomes et_vk.vkd_rope(x, cos, sin), one dispatch. Other broadcasts are left alone.
+each attention layer. With cos and sin of x's last two sizes [T, D] (x [..., T, D]), or [T, 1, D]
+with x [..., T, H, D] (one row per position, shared by the heads), it becomes
+et_vk.vkd_rope(x, cos, sin), one dispatch. Other broadcasts are left alone.
 """
 import operator
 from typing import Dict, Optional, Tuple
@@ -15,7 +16,7 @@ from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ..quant import library  # noqa: F401  (defines et_vk.vkd_rope)
+from ..quant.library import rope_table_fits  # (and defines et_vk.vkd_rope)
 
 aten = exir_ops.edge.aten
 
@@ -61,7 +62,7 @@ def _rotated_half(node: Node) -> Optional[Node]:
 
 
 def _match(node: Node) -> Optional[Tuple[Node, Node, Node]]:
-    """(x, cos, sin) if node is x * cos + rotate_half(x) * sin with cos, sin [T, D]."""
+    """(x, cos, sin) if node is x * cos + rotate_half(x) * sin with cos, sin [T, D] or [T, 1, D]."""
     terms = _operands(node, aten.add.Tensor)
     if terms is None:
         return None
@@ -78,8 +79,8 @@ def _match(node: Node) -> Optional[Tuple[Node, Node, Node]]:
             if any(val is None for val in vals):
                 continue
             x_val, cos_val, sin_val, out_val = vals
-            if (x_val.dim() < 2 or cos_val.dim() != 2 or tuple(cos_val.shape) != tuple(sin_val.shape)
-                    or tuple(cos_val.shape) != tuple(x_val.shape[-2:]) or tuple(out_val.shape) != tuple(x_val.shape)
+            if (not rope_table_fits(tuple(x_val.shape), tuple(cos_val.shape))
+                    or tuple(cos_val.shape) != tuple(sin_val.shape) or tuple(out_val.shape) != tuple(x_val.shape)
                     or len({x_val.dtype, cos_val.dtype, sin_val.dtype, out_val.dtype}) != 1
                     or x_val.dtype not in (torch.float32, torch.float16)):
                 continue

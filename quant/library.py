@@ -5,7 +5,7 @@ ExecuTorch's own Vulkan backend owns `et_vk` with a DEF library
 namespace, and every op we define starts with `vkd_`, so both import in one
 process, in either order, without a name clash.
 """
-from typing import Callable
+from typing import Callable, Tuple
 
 import torch
 
@@ -69,7 +69,42 @@ def _rope_reference(x, cos, sin):
     return x * cos + rotated * sin
 
 
-# Rotary position embedding, rotate-half layout: x [..., T, D] with cos and sin [T, D]
-# (one row per position); backends/rope_fusion.py makes it from the mul/split/neg/cat/mul/add
-# that `x * cos + rotate_half(x) * sin` exports to.
+def rope_table_fits(x_shape: Tuple[int, ...], table_shape: Tuple[int, ...]) -> bool:
+    """cos/sin of shape table_shape serve x: [T, D] for x [..., T, D], or [T, 1, D] for x [..., T, H, D]."""
+    if len(table_shape) == 2:
+        return len(x_shape) >= 2 and table_shape == x_shape[-2:]
+    if len(table_shape) == 3:
+        return len(x_shape) >= 3 and table_shape == (x_shape[-3], 1, x_shape[-1])
+    return False
+
+
+# Rotary position embedding, rotate-half layout: x [..., T, D] with cos and sin [T, D], or
+# x [..., T, H, D] with cos and sin [T, 1, D] (one row per position, shared by the heads);
+# backends/rope_fusion.py makes it from the mul/split/neg/cat/mul/add that
+# `x * cos + rotate_half(x) * sin` exports to.
 rope = define("vkd_rope(Tensor x, Tensor cos, Tensor sin) -> Tensor", _rope_reference)
+
+
+def _sdpa_kv_cache_reference(q, k_cache, v_cache, input_pos, scale=None):
+    cache_len = k_cache.shape[1]
+    if bool(((input_pos < 0) | (input_pos >= cache_len)).any()):
+        raise IndexError(f"input_pos {input_pos.tolist()} out of range for a cache of {cache_len} positions")
+    mask = torch.arange(cache_len, device=q.device)[None, :] <= input_pos[:, None]
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k_cache.transpose(1, 2), v_cache.transpose(1, 2), attn_mask=mask, scale=scale,
+        enable_gqa=True)
+    return out.transpose(1, 2).contiguous()
+
+
+def _sdpa_kv_cache_fake(q, k_cache, v_cache, input_pos, scale=None):
+    return q.new_empty(q.shape[:-1] + v_cache.shape[-1:])
+
+
+# Attention over a KV cache at positions: q [B, T, H, D], k_cache [B, S, KVH, D], v_cache
+# [B, S, KVH, Dv], input_pos [T] (int, data); query t sees the cache entries 0..input_pos[t]
+# (H a multiple of KVH: grouped-query). Out [B, T, H, Dv]. The layouts are the ones a Llama
+# has before and after its head transposes, so none is needed. backends/attention_fusion.py
+# makes it from sdpa over transposed caches with the mask `arange(S) <= input_pos[:, None]`.
+sdpa_kv_cache = define(
+    "vkd_sdpa_kv_cache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor input_pos, float? scale=None) -> Tensor",
+    _sdpa_kv_cache_reference, _sdpa_kv_cache_fake)

@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp, rope
+from vkdelegate.quant.library import conv2d_clamp, rope, sdpa_kv_cache
 
 
 @dataclass(frozen=True)
@@ -1022,6 +1022,19 @@ def _rope_samples() -> List[SampleCase]:
         SampleCase("heads4_t5_d8", _Call(lambda x, c, s: rope.default(x, c, s)),
                    (_values(1, 4, 5, 8), _values(5, 8), _values(5, 8))),
         SampleCase("rank2_t1_d2", _Call(lambda x, c, s: rope.default(x, c, s)), (_values(1, 2), _values(1, 2), _values(1, 2))),
+        SampleCase("heads_last_t5_h3_d8", _Call(lambda x, c, s: rope.default(x, c, s)),
+                   (_values(1, 5, 3, 8), _values(5, 1, 8), _values(5, 1, 8))),
+    ]
+
+
+@_seeded
+def _sdpa_kv_cache_samples() -> List[SampleCase]:
+    call = _Call(lambda q, k, v, positions: sdpa_kv_cache.default(q, k, v, positions))
+    return [
+        SampleCase("gqa2_t3_prefill", call,
+                   (_values(1, 3, 4, 8), _values(1, 9, 2, 8), _values(1, 9, 2, 8), torch.tensor([0, 1, 2]))),
+        SampleCase("decode_last_position_int32", call,
+                   (_values(1, 1, 3, 5), _values(1, 6, 1, 5), _values(1, 6, 1, 5), torch.tensor([5], dtype=torch.int32))),
     ]
 
 
@@ -1453,6 +1466,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "constant_pad_nd": _pad_samples,
     "roll": _roll_samples,
     "unfold_copy": _unfold_samples,
+    "sdpa_kv_cache": _sdpa_kv_cache_samples,
     "index_select": _index_select_samples,
     "index_put": _index_put_samples,
     "rope": _rope_samples,

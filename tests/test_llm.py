@@ -163,6 +163,26 @@ def test_cache_lives_inside_one_delegate(programs, quant):
     assert all(spec.kind.name == "USER_INPUT" for spec in lowered.graph_signature.input_specs)
 
 
+def _decode_dispatches(pte: str) -> int:
+    method = Runtime.get().load_program(pte).load_method("forward")
+    method.execute([torch.tensor([[5, 6, 7]]), torch.arange(3)])
+    method.execute([torch.tensor([[8]]), torch.tensor([3])])
+    return rt.loaded_execute_stats()[-1]["dispatches"]
+
+
+def test_decode_dispatches_per_layer(programs, tmp_path):
+    """A layer's decode step: 7 matmuls, 2 rms_norm, 2 rope, 2 cache writes, 1 attention over the cache
+    (no head transposes), silu, mul, 2 adds: 18 dispatches (22 with sdpa over the transposed cache)."""
+    pte, eager = programs("none")
+    one_layer = llm.build_model("tiny", MAX_SEQ_LEN, seed=3, vocab=eager.output.weight.shape[0])
+    one_layer.layers = one_layer.layers[:1]
+    path = tmp_path / "one_layer.pte"
+    path.write_bytes(llm.export_llm(one_layer).buffer)
+    layers = len(eager.layers)
+    per_layer = (_decode_dispatches(pte) - _decode_dispatches(str(path))) // (layers - 1)
+    assert per_layer == 18
+
+
 def test_state_bytes_are_the_caches(programs):
     pte, eager = programs("none")
     method = Runtime.get().load_program(pte).load_method("forward")  # noqa: F841 (kept loaded for the report)

@@ -6,8 +6,11 @@ Two forwards:
 - forward(tokens): a causal pass over a whole sequence, no cache;
 - forward(tokens, input_pos) with kv_cache=True: tokens [1, T] at the positions
   input_pos [T] (int64, what ExecuTorch's LLM runner passes), keys and values
-  written into per-layer cache buffers [1, kv_heads, max_seq_len, head_dim] at
+  written into per-layer cache buffers [1, max_seq_len, kv_heads, head_dim] at
   those positions, attention over the whole cache with a mask from the positions.
+  Heads stay in the [1, T, heads, head_dim] layout of the projections (rotary
+  embedding included); only sdpa's view transposes them, so a backend that attends
+  over the cache directly (et_vk.vkd_sdpa_kv_cache) needs no transposes at all.
   The positions are data, never a shape: one exported program serves prefill
   (T up to max_seq_len) and decode (T = 1), and a decode step changes no size.
 """
@@ -31,24 +34,27 @@ class Attention(nn.Module):
         self.wo = nn.Linear(heads * self.head_dim, dim, bias=False)
         if cache_len:
             # Not in the state dict: weights load by name without them.
-            shape = (1, kv_heads, cache_len, self.head_dim)
+            shape = (1, cache_len, kv_heads, self.head_dim)
             self.register_buffer("k_cache", torch.zeros(shape), persistent=False)
             self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
 
     def forward(self, x, cos, sin, input_pos=None, mask=None):
+        """x [B, T, dim]; cos and sin [T, 1, head_dim] (shared by the heads)."""
         b, t, _ = x.shape
-        q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = self.wq(x).view(b, t, self.heads, self.head_dim)
+        k = self.wk(x).view(b, t, self.kv_heads, self.head_dim)
+        v = self.wv(x).view(b, t, self.kv_heads, self.head_dim)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         if input_pos is None:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            k, v = k.transpose(1, 2), v.transpose(1, 2)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), k, v, is_causal=True, enable_gqa=True)
         else:
             # In place, at the positions (data): the cache's size never changes.
-            self.k_cache.index_copy_(2, input_pos, k)
-            self.v_cache.index_copy_(2, input_pos, v)
-            out = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=mask, enable_gqa=True)
+            self.k_cache.index_copy_(1, input_pos, k)
+            self.v_cache.index_copy_(1, input_pos, v)
+            out = F.scaled_dot_product_attention(q.transpose(1, 2), self.k_cache.transpose(1, 2),
+                                                 self.v_cache.transpose(1, 2), attn_mask=mask, enable_gqa=True)
         return self.wo(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -110,6 +116,7 @@ class Llama(nn.Module):
             cos, sin = self.rope_cos[input_pos], self.rope_sin[input_pos]
             # Query i sees the cache entries at positions <= input_pos[i].
             mask = torch.arange(self.max_seq_len, device=tokens.device)[None, :] <= input_pos[:, None]
+        cos, sin = cos[:, None], sin[:, None]  # [T, 1, head_dim]: one row per position, for every head
         x = self.tok_embeddings(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin, input_pos, mask)

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "op_utils.h"
-#include "shader_params.h"  // SdpaParams, RmsNormParams, RopeParams: glsl/sdpa.glsl, rms_norm.glsl, rope.glsl
+#include "shader_params.h"  // SdpaParams, SdpaKvCacheParams, RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
 
@@ -97,6 +97,56 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   });
 }
 
+// et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
+// [B, S, KVH, E] and [B, S, KVH, Ev], input_pos [T] int; query t sees cache entries 0..input_pos[t]
+// (backends/attention_fusion.py). The positions stay on the GPU: the kernel reads them.
+void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
+  const int q = a[0], k = a[1], v = a[2], pos = a[3], out = a[5];
+  const bool has_scale = !g.is_null(a[4]);
+  const double scale_arg = has_scale ? g.get_double(a[4]) : 0.0;
+  require_float_same(g, {q, k, v, out});
+  const DType pos_type = g.tensor(pos).dtype;
+  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
+    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
+  }
+  std::vector<int> tensors{out, q, k, v, pos};
+  const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_cache", "sdpa_kv_cache_nocheck");
+  g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
+    const Tensor& tq = g.tensor(q);
+    const Tensor& tk = g.tensor(k);
+    const Tensor& tv = g.tensor(v);
+    const Tensor& tp = g.tensor(pos);
+    if (tq.dim() != 4 || tk.dim() != 4 || tv.dim() != 4 || tp.dim() != 1) {
+      g.fail("q, k_cache and v_cache must have rank 4 and input_pos rank 1; got " + sizes_str(tq.sizes) + ", " +
+             sizes_str(tk.sizes) + ", " + sizes_str(tv.sizes) + " and " + sizes_str(tp.sizes));
+    }
+    const int64_t B = tq.sizes[0], T = tq.sizes[1], H = tq.sizes[2], E = tq.sizes[3];
+    const int64_t S = tk.sizes[1], KVH = tk.sizes[2], Ev = tv.sizes[3];
+    if (tk.sizes[0] != B || tv.sizes[0] != B || tv.sizes[1] != S || tv.sizes[2] != KVH || tk.sizes[3] != E ||
+        tp.sizes[0] != T || KVH == 0 || H % KVH != 0) {
+      g.fail("q " + sizes_str(tq.sizes) + " [B, T, H, E], k_cache " + sizes_str(tk.sizes) + " [B, S, KVH, E], v_cache " +
+             sizes_str(tv.sizes) + " [B, S, KVH, Ev] and input_pos " + sizes_str(tp.sizes) + " [T] do not fit " +
+             "(H a multiple of KVH)");
+    }
+    if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+    g.tensor(out).sizes = Sizes{B, T, H, Ev};
+    SdpaKvCacheParams p{};
+    p.rows = static_cast<int32_t>(B * T * H);
+    p.queries = static_cast<int32_t>(T);
+    p.heads = static_cast<int32_t>(H);
+    p.group = static_cast<int32_t>(H / KVH);
+    p.cache_len = static_cast<int32_t>(S);
+    p.kv_heads = static_cast<int32_t>(KVH);
+    p.index_words = index_words(g.tensor(pos));
+    p.E = static_cast<int32_t>(E);
+    p.Ev = static_cast<int32_t>(Ev);
+    p.scale = static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
+    node.set_params(p);
+    node.set_groups_1d(p.rows, 1);  // one workgroup per query row
+  });
+}
+
 // rms_norm(input, normalized_shape, weight=None, eps=None)
 void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 5) g.fail("expected 4 arguments and 1 output");
@@ -125,7 +175,8 @@ void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
              });
 }
 
-// et_vk.vkd_rope(x, cos, sin): x [..., T, D], cos and sin [T, D] (backends/rope_fusion.py).
+// et_vk.vkd_rope(x, cos, sin): x [..., T, D] with cos and sin [T, D], or x [..., T, H, D] with cos and
+// sin [T, 1, D] (backends/rope_fusion.py).
 void add_rope(ComputeGraph& g, const OpArgs& a) {
   const int x = a.at(0), cos = a.at(1), sin = a.at(2), out = a.back();
   require_float_same(g, {out, x, cos, sin});
@@ -133,14 +184,18 @@ void add_rope(ComputeGraph& g, const OpArgs& a) {
              [=](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(x);
                const Sizes& c = g.tensor(cos).sizes;
-               if (t.dim() < 2 || c.size() != 2 || g.tensor(sin).sizes != c || c[0] != t.sizes[t.dim() - 2] ||
-                   c[1] != t.sizes[t.dim() - 1] || c[1] % 2 != 0) {
-                 g.fail("x " + sizes_str(t.sizes) + " needs cos and sin of its last two sizes [T, D], D even; got " +
-                        sizes_str(c) + " and " + sizes_str(g.tensor(sin).sizes));
+               const int64_t rank = t.dim();
+               const bool per_row = c.size() == 2 && rank >= 2 && c[0] == t.sizes[rank - 2];
+               const bool per_head = c.size() == 3 && rank >= 3 && c[0] == t.sizes[rank - 3] && c[1] == 1;
+               if ((!per_row && !per_head) || g.tensor(sin).sizes != c || c.back() != t.sizes[rank - 1] ||
+                   c.back() % 2 != 0) {
+                 g.fail("x " + sizes_str(t.sizes) + " needs cos and sin [T, D] (x [..., T, D]) or [T, 1, D] " +
+                        "(x [..., T, H, D]), D even; got " + sizes_str(c) + " and " + sizes_str(g.tensor(sin).sizes));
                }
                g.tensor(out).sizes = t.sizes;
-               node.set_params(RopeParams{static_cast<int32_t>(t.numel()), static_cast<int32_t>(c[1]),
-                                          static_cast<int32_t>(std::max<int64_t>(c[0], 1)), 0});
+               node.set_params(RopeParams{static_cast<int32_t>(t.numel()), static_cast<int32_t>(c.back()),
+                                          static_cast<int32_t>(std::max<int64_t>(c[0], 1)),
+                                          static_cast<int32_t>(per_head ? std::max<int64_t>(t.sizes[rank - 2], 1) : 1)});
                node.set_groups_1d(t.numel(), kLocal1D[0]);
              });
 }
@@ -150,6 +205,7 @@ void add_rope(ComputeGraph& g, const OpArgs& a) {
 VKD_REGISTER_OPS(register_attention_ops) {
   register_op("et_vk.vkd_rope.default", add_rope);
   register_op("aten.scaled_dot_product_attention.default", add_sdpa);
+  register_op("et_vk.vkd_sdpa_kv_cache.default", add_sdpa_kv_cache);
   register_op("aten.rms_norm.default", add_rms_norm);
 }
 

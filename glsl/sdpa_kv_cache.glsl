@@ -1,0 +1,119 @@
+// dtypes: f32 f16
+// variant sdpa_kv_cache: CHECKED=1
+// variant sdpa_kv_cache_nocheck: CHECKED=0
+// Attention over a KV cache at positions (quant/library.py's vkd_sdpa_kv_cache), one
+// workgroup per query row (b, t, h):
+//   out[b, t, h] = softmax(q[b, t, h] . k[b, j, h / group] * scale) v[b, j, h / group], j = 0..pos[t]
+// q [B, T, H, E], caches [B, S, KVH, E] and [B, S, KVH, Ev], out [B, T, H, Ev], contiguous.
+// The positions are read on the GPU, so a row visits only its pos[t] + 1 keys (the work
+// follows the context, not the cache length) and a decode step replays unchanged.
+// Keys go by in blocks of one per invocation with an online softmax (as sdpa.glsl): the
+// running max m, sum l and output accumulator are rescaled by exp(m_old - m_new).
+// Positions are int32 or int64, read as words (READ_INDEX in common.glslh). A position
+// outside [0, S) is a fault (fault.glslh); its row attends to nothing.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#include "common.glslh"
+
+#define MAX_E 256
+#define ACC_PER_INVOCATION 4  // Ev <= 4 * workgroup size (the host checks)
+
+layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
+layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
+layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
+layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
+#if CHECKED
+#define FAULT_BINDING 5
+#include "fault.glslh"
+#endif
+// params-struct: SdpaKvCacheParams
+layout(set = 0, binding = 5 + CHECKED) uniform Params {
+  int rows;       // B * T * H
+  int queries;    // T
+  int heads;      // H
+  int group;      // H / KVH
+  int cache_len;  // S
+  int kv_heads;   // KVH
+  int E;
+  int Ev;
+  float scale;
+  int index_words;  // per position (2: int64 storage)
+  int pad1;
+  int pad2;
+} p;
+
+shared float q_row[MAX_E];
+shared float scores[gl_WorkGroupSize.x];
+shared float probs[gl_WorkGroupSize.x];
+
+void main() {
+  const int row = int(flat_group());
+  if (row >= p.rows) return;  // uniform across the workgroup
+  const int t = int(gl_LocalInvocationID.x);
+  const int n = int(gl_WorkGroupSize.x);
+  const int b = row / (p.queries * p.heads);
+  const int query = (row / p.heads) % p.queries;
+  const int kv = (row % p.heads) / p.group;
+  const int key_stride = p.kv_heads * p.E;  // between positions in the k cache
+  const int value_stride = p.kv_heads * p.Ev;
+  const int k_base = b * p.cache_len * key_stride + kv * p.E;
+  const int v_base = b * p.cache_len * value_stride + kv * p.Ev;
+
+  int position, hi;
+  READ_INDEX(pos_data, query, p.index_words, position, hi);
+  int S_end = position + 1;
+  if (!index_fits(position, hi) || position < 0 || position >= p.cache_len) {
+#if CHECKED
+    if (t == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
+#endif
+    S_end = 0;
+  }
+
+  for (int e = t; e < p.E; e += n) q_row[e] = float(q_data[row * p.E + e]) * p.scale;
+  barrier();
+
+  float m = -1.0 / 0.0;
+  float l = 0.0;
+  float acc[ACC_PER_INVOCATION];
+  for (int a = 0; a < ACC_PER_INVOCATION; ++a) acc[a] = 0.0;
+
+  for (int j0 = 0; j0 < S_end; j0 += n) {
+    const int j = j0 + t;
+    float s = -1.0 / 0.0;
+    if (j < S_end) {
+      float dot_qk = 0.0;
+      const int k_row = k_base + j * key_stride;
+      for (int e = 0; e < p.E; ++e) dot_qk += q_row[e] * float(k_data[k_row + e]);
+      s = dot_qk;
+    }
+    scores[t] = s;
+    barrier();
+    const int count = min(n, S_end - j0);
+    float block_max = -1.0 / 0.0;
+    for (int c = 0; c < count; ++c) block_max = max(block_max, scores[c]);
+    const float m_new = max(m, block_max);
+    probs[t] = t < count ? exp(s - m_new) : 0.0;
+    barrier();
+    const float alpha = exp(m - m_new);  // 0 on the first block, where m is -inf
+    float block_sum = 0.0;
+    for (int c = 0; c < count; ++c) block_sum += probs[c];
+    l = l * alpha + block_sum;
+    for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
+      const int d = t + a * n;
+      if (d >= p.Ev) break;
+      float sum = 0.0;
+      for (int c = 0; c < count; ++c) sum += probs[c] * float(v_data[v_base + (j0 + c) * value_stride + d]);
+      acc[a] = acc[a] * alpha + sum;
+    }
+    m = m_new;
+    barrier();
+  }
+  const float inv_l = l > 0.0 ? 1.0 / l : 0.0;
+  for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
+    const int d = t + a * n;
+    if (d >= p.Ev) break;
+    out_data[row * p.Ev + d] = T(inv_l * acc[a]);
+  }
+}
