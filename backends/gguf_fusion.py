@@ -4,7 +4,7 @@ dequantize_gguf(raw) -> linear                    => et_vk.vkd_linear_gguf
 dequantize_gguf(raw) -> t | permute -> mm | addmm => et_vk.vkd_linear_gguf
 dequantize_gguf(raw) -> embedding                 => et_vk.vkd_embedding_gguf
 The raw blocks go through et_vk.vkd_pack_gguf_words, which the graph builder folds,
-so the blob holds the blocks' words once (shared by every use), never a float copy.
+so the blob holds the blocks' words once (shared by every use, tied weights too), never a float copy.
 Patterns are those of quant/gguf_dequant.py, the same the registry accepted; the
 dequantize nodes then die.
 """
@@ -25,6 +25,7 @@ def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
     constants = set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
         signature.inputs_to_lifted_tensor_constants)
     et_vk = exir_ops.edge.et_vk
+    words_of: Dict[Node, Node] = {}  # raw blocks -> their words: a tied weight is dequantized once per use
 
     def add(target, args, before):
         with graph.inserting_before(before):
@@ -43,7 +44,9 @@ def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
             continue  # the partitioner took it only if it fuses, so it is not in this partition's graph
         if dequant.raw.name not in constants:
             raise ValueError(f"{node.name}: the GGUF blocks {dequant.raw.name} are not a constant of the program")
-        words = add(et_vk.vkd_pack_gguf_words.default, (dequant.raw,), node)
+        if dequant.raw not in words_of:
+            words_of[dequant.raw] = add(et_vk.vkd_pack_gguf_words.default, (dequant.raw,), node)
+        words = words_of[dequant.raw]
         fmt = dequant.format.ggml_type
         for kind, use, through in found:
             if kind == "embedding":

@@ -377,3 +377,29 @@ def test_wheel_gguf_type_without_a_kernel_stays_on_the_cpu(caplog):
     # ExecuTorch has no CPU kernel for the wheel's op (to_executorch: "Missing out variants"), so the
     # lowered program runs here as a module: the partition's inputs and outputs are wired right.
     torch.testing.assert_close(em.exported_program().module()(tokens), expected, **TOLERANCES["matmul"])
+
+
+def test_wheel_gguf_tied_embedding_and_head_store_the_blocks_once():
+    from gguf_files import wheel_gguf_weight
+    from helpers import delegate_blob
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(256, 256)
+            self.embed.weight = wheel_gguf_weight(random_blocks(int(QT.Q6_K), 256, 256), "q6_k")
+            self.output = torch.nn.Linear(256, 256, bias=False)
+            self.output.weight = self.embed.weight  # as the wheel's load.py ties (clone=False)
+
+        def forward(self, tokens):
+            return self.output(torch.nn.functional.silu(self.embed(tokens)))
+
+    model = Tied().eval()
+    tokens = torch.tensor([[5, 255, 0, 5]])
+    with torch.no_grad():
+        expected = model(tokens)
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    raw_bytes = model.embed.weight.raw.numel()
+    assert raw_bytes <= len(delegate_blob(em)) < raw_bytes + 16384
+    torch.testing.assert_close(run_pte(em.to_executorch().buffer, (tokens,))[0], expected, **TOLERANCES["matmul"])
