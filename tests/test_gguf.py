@@ -403,3 +403,29 @@ def test_wheel_gguf_tied_embedding_and_head_store_the_blocks_once():
     raw_bytes = model.embed.weight.raw.numel()
     assert raw_bytes <= len(delegate_blob(em)) < raw_bytes + 16384
     torch.testing.assert_close(run_pte(em.to_executorch().buffer, (tokens,))[0], expected, **TOLERANCES["matmul"])
+
+
+@pytest.mark.filterwarnings("ignore:The given buffer is not writable")  # iter_gguf's torch.frombuffer on the mmap
+def test_wheel_iter_gguf_file_lowers_to_gguf_kernels(tmp_path):
+    """A .gguf file read by the wheel's own loader (iter_gguf: raw blocks as ExportableGGUFTensor), its weights
+    assigned to float32 modules (model.to(float32) makes dequantize_gguf target float32)."""
+    from executorch.extension.llm.export.gguf import ExportableGGUFTensor, iter_gguf
+    from helpers import delegate_blob
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "wheel.gguf"
+    write_gguf(path, {"token_embd.weight": (rng.standard_normal((19, 256)), QT.Q6_K),
+                      "output.weight": (rng.standard_normal((23, 256)) * 0.1, QT.Q4_K)})
+    tensors = dict(iter_gguf(str(path)))
+    assert all(isinstance(t, ExportableGGUFTensor) for t in tensors.values())
+    model = torch.nn.Sequential(torch.nn.Embedding(19, 256), torch.nn.Linear(256, 23, bias=False))
+    model[0].weight = torch.nn.Parameter(tensors["token_embd.weight"], requires_grad=False)
+    model[1].weight = torch.nn.Parameter(tensors["output.weight"], requires_grad=False)
+    model = model.to(torch.float32).eval()
+    tokens = torch.tensor([[18, 0, 7]])
+    with torch.no_grad():
+        expected = model(tokens)
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    assert b"et_vk.vkd_embedding_gguf" in delegate_blob(em) and b"et_vk.vkd_linear_gguf" in delegate_blob(em)
+    torch.testing.assert_close(run_pte(em.to_executorch().buffer, (tokens,))[0], expected, **TOLERANCES["matmul"])
