@@ -1357,7 +1357,8 @@ def _embedding_gguf_samples() -> List[SampleCase]:
 
 
 class _WheelGGUFCase(torch.nn.Module):
-    """A linear (`x @ weight.t()` when transposed) or an embedding on the executorch wheel's ExportableGGUFTensor."""
+    """A linear (or `x @ weight.t()`, `addmm(bias, x, weight.t())`) or an embedding on the executorch wheel's
+    ExportableGGUFTensor."""
 
     def __init__(self, kind: str, fmt: str, n: int, k: int, bias: bool = False):
         super().__init__()
@@ -1372,13 +1373,16 @@ class _WheelGGUFCase(torch.nn.Module):
             return torch.nn.functional.embedding(x, self.weight)
         if self.kind == "transposed":
             return x @ self.weight.t()
+        if self.kind == "addmm":
+            return torch.addmm(self.bias, x, self.weight.t())
         return torch.nn.functional.linear(x, self.weight, self.bias)
 
 
 @_seeded
 def _wheel_gguf_samples() -> List[SampleCase]:
     cases = [("linear", "Q4_K", (1, 256), 13, True), ("linear", "Q6_K", (2, 5, 512), 33, False),
-             ("transposed", "Q4_K", (3, 256), 7, False), ("transposed", "Q6_K", (2, 2, 256), 9, False)]
+             ("transposed", "Q4_K", (3, 256), 7, False), ("transposed", "Q6_K", (2, 2, 256), 9, False),
+             ("addmm", "Q6_K", (5, 256), 11, True)]
     samples = [SampleCase(f"{kind}_{fmt}_x{'x'.join(map(str, sizes))}_n{n}" + ("_bias" if bias else ""),
                           _WheelGGUFCase(kind, fmt, n, sizes[-1], bias), (torch.randn(*sizes),))
                for kind, fmt, sizes, n, bias in cases]
