@@ -19,6 +19,7 @@ from torch.fx import Node
 # Absolute, so that the runtime tests can also `import op_registry` from the repo root.
 from vkdelegate.fx_nodes import arg, fake_tensor, node_inputs, op_name, output_tensors
 # These define the et_vk ops that entries below name.
+from vkdelegate.quant import gguf_dequant as _gguf_dequant
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import library  # noqa: F401
 from vkdelegate.quant import q8ta_ops  # noqa: F401
@@ -1120,7 +1121,23 @@ _GGUF_ENTRIES = [
 ]
 
 
-REGISTRY = OpRegistry(_ENTRIES + _QLINEAR_ENTRIES + _GGUF_ENTRIES)
+
+
+def _wheel_gguf_entries() -> List[OpEntry]:
+    """The executorch wheel's GGUF weights (extension/llm/export/gguf.py), fused by backends/gguf_fusion.py."""
+    if not _gguf_dequant.wheel_op_available():
+        return []
+    return [
+        OpEntry("torchao_dequantize_gguf", (exir_ops.edge.torchao.dequantize_gguf.default,),
+                "Only as the weight of a linear (or of x @ weight.t()) or embedding (ExportableGGUFTensor), "
+                "dequantized to float32, in a format the GGUF kernels read (Q4_K, Q6_K from the wheel; Q5_K stays "
+                "on the CPU); fused into et_vk.vkd_linear_gguf / vkd_embedding_gguf on the raw blocks.",
+                dtypes=frozenset({torch.uint8, torch.float32}), check=_gguf_dequant.fusion_reason, fused=True,
+                kind="matmul"),
+    ]
+
+
+REGISTRY = OpRegistry(_ENTRIES + _QLINEAR_ENTRIES + _GGUF_ENTRIES + _wheel_gguf_entries())
 
 
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:

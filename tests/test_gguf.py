@@ -17,7 +17,7 @@ from vkdelegate.examples.models.llama import Llama
 from vkdelegate.gguf import (GGUFEmbedding, GGUFLinear, dequantize, dequantized_copy, llama_config, llama_cpp_names,
                              load_gguf_linears, rope_rows)
 from vkdelegate.quant.gguf_file import GGUFFile
-from vkdelegate.quant.gguf_linear import random_blocks
+from vkdelegate.quant.gguf_linear import FORMATS_BY_NAME, random_blocks
 from gguf_files import gguf
 
 TYPES = [QT.Q4_0, QT.Q4_1, QT.Q8_0, QT.Q4_K, QT.Q6_K]
@@ -312,3 +312,120 @@ def test_tied_embeddings_and_missing_tensors(tmp_path):
     # Without the tied mapping, the LM head would keep its random weights: strict loading says so.
     with pytest.raises(ValueError, match="gives nothing for output.weight"):
         load_gguf_linears(_tiny_llama(), path, llama_cpp_names(_tiny_llama(), permuted_qk=False))
+
+
+class _WheelGGUFModel(torch.nn.Module):
+    """Token embedding, a linear with bias and an `x @ weight.t()` head, their weights the executorch wheel's
+    ExportableGGUFTensor (raw GGUF blocks that export as torchao.dequantize_gguf)."""
+
+    def __init__(self, types, vocab=11, dim=256, hidden=512):
+        super().__init__()
+        from gguf_files import wheel_gguf_weight
+
+        def raw(type_name, n, k):
+            if type_name == "q5_k":
+                from gguf_files import random_q5_k_blocks
+                return torch.from_numpy(random_q5_k_blocks(n, k))
+            return random_blocks(FORMATS_BY_NAME[type_name.upper()].ggml_type, n, k)
+
+        embed_type, up_type, head_type = types
+        torch.manual_seed(0)
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.embed.weight = wheel_gguf_weight(raw(embed_type, vocab, dim), embed_type)
+        self.up = torch.nn.Linear(dim, hidden)
+        self.up.weight = wheel_gguf_weight(raw(up_type, hidden, dim), up_type)
+        self.head = wheel_gguf_weight(raw(head_type, vocab, hidden), head_type)
+
+    def forward(self, tokens):
+        h = torch.relu(self.up(self.embed(tokens)))
+        return h @ self.head.t()
+
+
+def _raw_bytes(model):
+    return sum(p.raw.numel() for p in model.parameters() if hasattr(p, "raw"))
+
+
+@pytest.mark.parametrize("types", [("q4_k", "q6_k", "q4_k"), ("q6_k", "q4_k", "q6_k")], ids="-".join)
+def test_wheel_dequantize_gguf_fuses_into_gguf_kernels(types):
+    from helpers import delegate_blob
+
+    model = _WheelGGUFModel(types).eval()
+    tokens = torch.tensor([[3, 10, 0], [7, 7, 1]])
+    with torch.no_grad():
+        expected = model(tokens)  # the wheel's own dequantize (the gguf package), then float math
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    blob = delegate_blob(em)
+    assert b"et_vk.vkd_embedding_gguf" in blob and b"et_vk.vkd_linear_gguf" in blob
+    assert b"dequantize_gguf" not in blob and b"aten.linear" not in blob and b"aten.mm" not in blob
+    # The blob holds the blocks once, as words (and the bias): far less than one float copy of the weights.
+    floats = 4 * sum(p.numel() for p in model.parameters())
+    assert len(blob) < _raw_bytes(model) + 4 * 512 + 16384 < floats / 3
+    out = run_pte(em.to_executorch().buffer, (tokens,))[0]
+    torch.testing.assert_close(out, expected, **TOLERANCES["matmul"])
+
+
+def test_wheel_gguf_type_without_a_kernel_stays_on_the_cpu(caplog):
+    model = _WheelGGUFModel(("q4_k", "q5_k", "q6_k")).eval()
+    tokens = torch.tensor([[3, 10, 0]])
+    with torch.no_grad():
+        expected = model(tokens)
+    with caplog.at_level("INFO", logger="vkdelegate"):
+        em = lower(model, (tokens,))
+    assert cpu_ops(em) == ["torchao.dequantize_gguf.default"] and len(delegate_calls(em)) == 1
+    assert "GGUF type q5_k has no vkdelegate kernel" in caplog.text
+    # ExecuTorch has no CPU kernel for the wheel's op (to_executorch: "Missing out variants"), so the
+    # lowered program runs here as a module: the partition's inputs and outputs are wired right.
+    torch.testing.assert_close(em.exported_program().module()(tokens), expected, **TOLERANCES["matmul"])
+
+
+def test_wheel_gguf_tied_embedding_and_head_store_the_blocks_once():
+    from gguf_files import wheel_gguf_weight
+    from helpers import delegate_blob
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(256, 256)
+            self.embed.weight = wheel_gguf_weight(random_blocks(int(QT.Q6_K), 256, 256), "q6_k")
+            self.output = torch.nn.Linear(256, 256, bias=False)
+            self.output.weight = self.embed.weight  # as the wheel's load.py ties (clone=False)
+
+        def forward(self, tokens):
+            return self.output(torch.nn.functional.silu(self.embed(tokens)))
+
+    model = Tied().eval()
+    tokens = torch.tensor([[5, 255, 0, 5]])
+    with torch.no_grad():
+        expected = model(tokens)
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    raw_bytes = model.embed.weight.raw.numel()
+    assert raw_bytes <= len(delegate_blob(em)) < raw_bytes + 16384
+    torch.testing.assert_close(run_pte(em.to_executorch().buffer, (tokens,))[0], expected, **TOLERANCES["matmul"])
+
+
+@pytest.mark.filterwarnings("ignore:The given buffer is not writable")  # iter_gguf's torch.frombuffer on the mmap
+def test_wheel_iter_gguf_file_lowers_to_gguf_kernels(tmp_path):
+    """A .gguf file read by the wheel's own loader (iter_gguf: raw blocks as ExportableGGUFTensor), its weights
+    assigned to float32 modules (model.to(float32) makes dequantize_gguf target float32)."""
+    from executorch.extension.llm.export.gguf import ExportableGGUFTensor, iter_gguf
+    from helpers import delegate_blob
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "wheel.gguf"
+    write_gguf(path, {"token_embd.weight": (rng.standard_normal((19, 256)), QT.Q6_K),
+                      "output.weight": (rng.standard_normal((23, 256)) * 0.1, QT.Q4_K)})
+    tensors = dict(iter_gguf(str(path)))
+    assert all(isinstance(t, ExportableGGUFTensor) for t in tensors.values())
+    model = torch.nn.Sequential(torch.nn.Embedding(19, 256), torch.nn.Linear(256, 23, bias=False))
+    model[0].weight = torch.nn.Parameter(tensors["token_embd.weight"], requires_grad=False)
+    model[1].weight = torch.nn.Parameter(tensors["output.weight"], requires_grad=False)
+    model = model.to(torch.float32).eval()
+    tokens = torch.tensor([[18, 0, 7]])
+    with torch.no_grad():
+        expected = model(tokens)
+    em = lower(model, (tokens,))
+    assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    assert b"et_vk.vkd_embedding_gguf" in delegate_blob(em) and b"et_vk.vkd_linear_gguf" in delegate_blob(em)
+    torch.testing.assert_close(run_pte(em.to_executorch().buffer, (tokens,))[0], expected, **TOLERANCES["matmul"])

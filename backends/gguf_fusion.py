@@ -1,0 +1,64 @@
+"""Fuses the executorch wheel's GGUF weights into vkdelegate's GGUF kernels.
+
+dequantize_gguf(raw) -> linear                    => et_vk.vkd_linear_gguf
+dequantize_gguf(raw) -> t | permute -> mm | addmm => et_vk.vkd_linear_gguf
+dequantize_gguf(raw) -> embedding                 => et_vk.vkd_embedding_gguf
+The raw blocks go through et_vk.vkd_pack_gguf_words, which the graph builder folds,
+so the blob holds the blocks' words once (shared by every use, tied weights too), never a float copy.
+Patterns are those of quant/gguf_dequant.py, the same the registry accepted; the
+dequantize nodes then die.
+"""
+from typing import Dict
+
+import torch
+from executorch.exir.dialects._ops import ops as exir_ops
+from torch._guards import detect_fake_mode
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from ..quant import gguf_dequant
+
+
+def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
+    graph = program.graph_module.graph
+    signature = program.graph_signature
+    constants = set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
+        signature.inputs_to_lifted_tensor_constants)
+    et_vk = exir_ops.edge.et_vk
+    words_of: Dict[Node, Node] = {}  # raw blocks -> their words: a tied weight is dequantized once per use
+
+    def add(target, args, before):
+        with graph.inserting_before(before):
+            node = graph.call_function(target, tuple(args))
+        fakes = [item.meta["val"] if isinstance(item, Node) else item for item in args]
+        with detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)]):
+            node.meta["val"] = target(*fakes)
+        return node
+
+    for node in list(graph.nodes):
+        if not gguf_dequant.is_op(node, gguf_dequant.DEQUANTIZE):
+            continue
+        dequant, reason = gguf_dequant.match_dequantize(node)
+        found, reason = (None, reason) if dequant is None else gguf_dequant.uses(dequant)
+        if found is None:
+            continue  # the partitioner took it only if it fuses, so it is not in this partition's graph
+        if dequant.raw.name not in constants:
+            raise ValueError(f"{node.name}: the GGUF blocks {dequant.raw.name} are not a constant of the program")
+        if dequant.raw not in words_of:
+            words_of[dequant.raw] = add(et_vk.vkd_pack_gguf_words.default, (dequant.raw,), node)
+        words = words_of[dequant.raw]
+        fmt = dequant.format.ggml_type
+        for kind, use, through in found:
+            if kind == "embedding":
+                fused = add(et_vk.vkd_embedding_gguf.default,
+                            (words, use.args[1], fmt, dequant.n, dequant.k), use)
+                target = use
+            else:
+                fused = add(et_vk.vkd_linear_gguf.default,
+                            (use.x, words, fmt, dequant.n, dequant.k, use.bias), use.node)
+                target = use.node
+            target.replace_all_uses_with(fused)
+            graph.erase_node(target)
+        for user in list(node.users):  # the transposes, now unused
+            graph.erase_node(user)
+        graph.erase_node(node)
