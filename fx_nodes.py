@@ -50,6 +50,29 @@ def fake_tensor(node: Any) -> Optional[torch.Tensor]:
     return val if isinstance(val, torch.Tensor) else None
 
 
+def arg_at(node: Node, index: int, name: str, default: Any = None) -> Any:
+    """node's argument at position `index` or keyword `name`, else `default`: for pattern
+    matching, where the default is the matcher's to state (arg() reads the schema's)."""
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def insert_call(graph: "torch.fx.Graph", target: Any, args: tuple, before: Node,
+                kwargs: Optional[Dict[str, Any]] = None) -> Node:
+    """A call of target(*args, **kwargs) inserted before `before`, with the fake value
+    export would have recorded for it (the passes' fused ops)."""
+    from torch._guards import detect_fake_mode
+
+    kwargs = kwargs or {}
+    with graph.inserting_before(before):
+        node = graph.call_function(target, tuple(args), kwargs)
+    fakes = [item.meta["val"] if isinstance(item, Node) else item for item in args]
+    with detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)]):
+        node.meta["val"] = target(*fakes, **kwargs)
+    return node
+
+
 def node_inputs(node: Node) -> Iterator[Node]:
     """Every fx Node among node's args and kwargs, including those inside lists."""
     for value in (*node.args, *node.kwargs.values()):

@@ -15,19 +15,15 @@ from typing import Dict, Optional, Tuple
 
 import torch
 from executorch.exir.dialects._ops import ops as exir_ops
-from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.fx import Node
 
+from ..fx_nodes import fake_tensor, insert_call
 from ..quant import library  # noqa: F401  (defines et_vk.vkd_sdpa_kv_cache)
 
 aten = exir_ops.edge.aten
 _HEADS_SWAP = [0, 2, 1, 3]
 
-
-def _val(node) -> Optional[torch.Tensor]:
-    val = node.meta.get("val") if isinstance(node, Node) else None
-    return val if isinstance(val, torch.Tensor) else None
 
 
 def _call(node, target) -> bool:
@@ -36,7 +32,7 @@ def _call(node, target) -> bool:
 
 def _unswapped(node) -> Optional[Node]:
     """x where node is permute_copy(x, [0, 2, 1, 3]) of a rank-4 x."""
-    if _call(node, aten.permute_copy.default) and list(node.args[1]) == _HEADS_SWAP and _val(node.args[0]) is not None:
+    if _call(node, aten.permute_copy.default) and list(node.args[1]) == _HEADS_SWAP and fake_tensor(node.args[0]) is not None:
         return node.args[0]
     return None
 
@@ -49,7 +45,7 @@ def _column(node, dim: int) -> Optional[Node]:
         source = node.args[0]
     else:
         return None
-    val, out = _val(source), _val(node)
+    val, out = fake_tensor(source), fake_tensor(node)
     if val is None or out is None or val.dim() != 1:
         return None
     want = (1, val.shape[0]) if dim == 0 else (val.shape[0], 1)
@@ -78,7 +74,7 @@ def _positions(mask, length: int) -> Optional[Node]:
     arange, positions = _column(keys, 0), _column(queries, 1)
     if arange is None or positions is None or not _is_arange(arange, length):
         return None
-    if _val(positions).dtype not in (torch.int32, torch.int64):
+    if fake_tensor(positions).dtype not in (torch.int32, torch.int64):
         return None
     return positions
 
@@ -97,7 +93,7 @@ def _match(node: Node) -> Optional[Tuple[Tuple[Node, Node, Node, Node], Optional
     q, k, v = (_unswapped(args[name]) for name in ("query", "key", "value"))
     if q is None or k is None or v is None:
         return None
-    qv, kv, vv = _val(q), _val(k), _val(v)
+    qv, kv, vv = fake_tensor(q), fake_tensor(k), fake_tensor(v)
     if any(val.dim() != 4 or val.dtype not in (torch.float32, torch.float16) for val in (qv, kv, vv)):
         return None
     if len({qv.dtype, kv.dtype, vv.dtype}) != 1 or qv.shape[-1] > 256 or vv.shape[-1] > 256:
@@ -109,7 +105,7 @@ def _match(node: Node) -> Optional[Tuple[Tuple[Node, Node, Node, Node], Optional
         return None
     positions = _positions(args["attn_mask"], kv.shape[1])
     # One position per query (not one broadcast over them); str() compares symbolic lengths too.
-    if positions is None or str(_val(positions).shape[0]) != str(qv.shape[1]):
+    if positions is None or str(fake_tensor(positions).shape[0]) != str(qv.shape[1]):
         return None
     return (q, k, v, positions), args["scale"]
 
@@ -123,11 +119,7 @@ def fuse_sdpa_kv_cache(program: ExportedProgram, options: Dict) -> None:
         if match is None:
             continue
         operands, scale = match
-        with graph.inserting_before(node):
-            fused = graph.call_function(target, operands, {} if scale is None else {"scale": scale})
-        fakes = [item.meta["val"] for item in operands]
-        with detect_fake_mode(fakes):
-            fused.meta["val"] = target(*fakes, scale=scale)
+        fused = insert_call(graph, target, operands, node, {} if scale is None else {"scale": scale})
         # The [B, T, H, D] output is what the transpose back to heads-last made.
         for user in list(node.users):
             if _unswapped(user) is node:

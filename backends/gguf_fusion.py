@@ -10,12 +10,11 @@ dequantize nodes then die.
 """
 from typing import Dict
 
-import torch
 from executorch.exir.dialects._ops import ops as exir_ops
-from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.fx import Node
 
+from ..fx_nodes import insert_call
 from ..quant import gguf_dequant
 
 
@@ -27,14 +26,6 @@ def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
     et_vk = exir_ops.edge.et_vk
     words_of: Dict[Node, Node] = {}  # raw blocks -> their words: a tied weight is dequantized once per use
 
-    def add(target, args, before):
-        with graph.inserting_before(before):
-            node = graph.call_function(target, tuple(args))
-        fakes = [item.meta["val"] if isinstance(item, Node) else item for item in args]
-        with detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)]):
-            node.meta["val"] = target(*fakes)
-        return node
-
     for node in list(graph.nodes):
         if not gguf_dequant.is_op(node, gguf_dequant.DEQUANTIZE):
             continue
@@ -45,16 +36,16 @@ def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
         if dequant.raw.name not in constants:
             raise ValueError(f"{node.name}: the GGUF blocks {dequant.raw.name} are not a constant of the program")
         if dequant.raw not in words_of:
-            words_of[dequant.raw] = add(et_vk.vkd_pack_gguf_words.default, (dequant.raw,), node)
+            words_of[dequant.raw] = insert_call(graph, et_vk.vkd_pack_gguf_words.default, (dequant.raw,), node)
         words = words_of[dequant.raw]
         fmt = dequant.format.ggml_type
         for kind, use, through in found:
             if kind == "embedding":
-                fused = add(et_vk.vkd_embedding_gguf.default,
+                fused = insert_call(graph, et_vk.vkd_embedding_gguf.default,
                             (words, use.args[1], fmt, dequant.n, dequant.k), use)
                 target = use
             else:
-                fused = add(et_vk.vkd_linear_gguf.default,
+                fused = insert_call(graph, et_vk.vkd_linear_gguf.default,
                             (use.x, words, fmt, dequant.n, dequant.k, use.bias), use.node)
                 target = use.node
             target.replace_all_uses_with(fused)

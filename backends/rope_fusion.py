@@ -12,10 +12,10 @@ from typing import Dict, Optional, Tuple
 
 import torch
 from executorch.exir.dialects._ops import ops as exir_ops
-from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.fx import Node
 
+from ..fx_nodes import fake_tensor, insert_call
 from ..quant.library import rope_table_fits  # (and defines et_vk.vkd_rope)
 
 aten = exir_ops.edge.aten
@@ -29,10 +29,6 @@ def _operands(node: Node, target) -> Optional[Tuple[Node, Node]]:
     return None
 
 
-def _val(node: Node):
-    val = node.meta.get("val")
-    return val if isinstance(val, torch.Tensor) else None
-
 
 def _rotated_half(node: Node) -> Optional[Node]:
     """x where node is cat([neg(x[..., h:]), x[..., :h]], -1) through split_with_sizes_copy(x, [h, h], -1)."""
@@ -40,7 +36,7 @@ def _rotated_half(node: Node) -> Optional[Node]:
         return None
     parts = node.args[0]
     dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
-    if len(parts) != 2 or _val(node) is None or dim not in (-1, _val(node).dim() - 1):
+    if len(parts) != 2 or fake_tensor(node) is None or dim not in (-1, fake_tensor(node).dim() - 1):
         return None
     negated, first = parts
     if negated.op != "call_function" or negated.target != aten.neg.default:
@@ -55,7 +51,7 @@ def _rotated_half(node: Node) -> Optional[Node]:
         return None
     x, sizes = split.args[0], list(split.args[1])
     split_dim = split.args[2] if len(split.args) > 2 else split.kwargs.get("dim", 0)
-    val = _val(x)
+    val = fake_tensor(x)
     if val is None or split_dim not in (-1, val.dim() - 1) or len(sizes) != 2 or sizes[0] != sizes[1]:
         return None
     return x
@@ -75,7 +71,7 @@ def _match(node: Node) -> Optional[Tuple[Node, Node, Node]]:
             if x is None or x not in direct_ops:
                 continue
             cos = direct_ops[1] if direct_ops[0] is x else direct_ops[0]
-            vals = [_val(item) for item in (x, cos, sin, node)]
+            vals = [fake_tensor(item) for item in (x, cos, sin, node)]
             if any(val is None for val in vals):
                 continue
             x_val, cos_val, sin_val, out_val = vals
@@ -95,10 +91,6 @@ def fuse_rope(program: ExportedProgram, options: Dict) -> None:
         match = _match(node)
         if match is None:
             continue
-        with graph.inserting_before(node):
-            fused = graph.call_function(target, match)
-        fakes = [item.meta["val"] for item in match]
-        with detect_fake_mode(fakes):
-            fused.meta["val"] = target(*fakes)
+        fused = insert_call(graph, target, match, node)
         node.replace_all_uses_with(fused)
         graph.erase_node(node)

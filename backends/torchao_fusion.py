@@ -10,12 +10,11 @@ same the registry accepted; the dequantize nodes then die.
 """
 from typing import Dict
 
-import torch
 from executorch.exir.dialects._ops import ops as exir_ops
-from torch._guards import detect_fake_mode
 from torch.export import ExportedProgram
 from torch.fx import Node
 
+from ..fx_nodes import insert_call
 from ..quant import torchao_ops
 from ..quant.torchao_ops import match_embedding, match_linear
 
@@ -42,19 +41,11 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
     def is_constant(node):
         return node is None or (node.op == "placeholder" and node.name in constants)
 
-    def add(target, args, before):
-        with graph.inserting_before(before):
-            node = graph.call_function(target, tuple(args))
-        fakes = [item.meta["val"] if isinstance(item, Node) else item for item in args]
-        with detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)]):
-            node.meta["val"] = target(*fakes)
-        return node
-
     def packed(pattern, before):
         key = (pattern.weight, pattern.bits)
         if key not in packed_of:
             first = next(iter(pattern.weight.users))
-            packed_of[key] = add(et_vk.vkd_pack_qweight.default, (pattern.weight, pattern.bits), first)
+            packed_of[key] = insert_call(graph, et_vk.vkd_pack_qweight.default, (pattern.weight, pattern.bits), first)
         return packed_of[key]
 
     for node in list(graph.nodes):
@@ -69,7 +60,7 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
             op = et_vk.vkd_linear_qw.default
             if activation is not None:
                 x, op = activation.x, et_vk.vkd_linear_dq8a_qw.default
-            fused = add(op, (x, packed(pattern, node), pattern.scales, zeros_needed(pattern.zeros), bias,
+            fused = insert_call(graph, op, (x, packed(pattern, node), pattern.scales, zeros_needed(pattern.zeros), bias,
                              pattern.bits, pattern.group_size), node)
         elif torchao_ops.is_op(node, "aten.embedding"):
             pattern, reason = match_embedding(node)
@@ -77,7 +68,7 @@ def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
                 continue
             indices = node.args[1]
             dim = pattern.weight.meta["val"].shape[1]
-            fused = add(et_vk.vkd_embedding_qw.default, (packed(pattern, node), pattern.scales,
+            fused = insert_call(graph, et_vk.vkd_embedding_qw.default, (packed(pattern, node), pattern.scales,
                                                           zeros_needed(pattern.zeros),
                                                           indices, pattern.bits, pattern.group_size, dim), node)
         if fused is not None:

@@ -3,10 +3,9 @@
 // variant sdpa_bool_mask: MASK=2
 // Fused scaled dot product attention, one workgroup per query row:
 //   out = softmax(q k^T * scale + mask) v
-// Keys go by in blocks of one per invocation; an online softmax keeps the
-// running max m, the running sum l and the output accumulator, rescaled by
-// exp(m_old - m_new) when the max grows, so no score row is stored. A row
-// whose keys are all masked gives zeros (as PyTorch does).
+// Keys go by in blocks of one per invocation through the online softmax of
+// online_softmax.glslh (no score row is stored; a row whose keys are all masked
+// gives zeros, as PyTorch does).
 // Tensors are contiguous: q [rows, E], k [kv rows, S, E], v [kv rows, S, Ev].
 // The mask (float added, bool keeps where true) broadcasts with strides.
 // dtypes: f32 f16
@@ -46,8 +45,7 @@ layout(set = 0, binding = 4 + (MASK > 0 ? 1 : 0)) uniform Params {
 } p;
 
 shared float q_row[MAX_E];
-shared float scores[gl_WorkGroupSize.x];
-shared float probs[gl_WorkGroupSize.x];
+#include "online_softmax.glslh"
 
 void main() {
   const int row = int(flat_group());
@@ -91,36 +89,7 @@ void main() {
       if (mask_data[mask_base + j * p.mask_stride_s] == 0) s = -1.0 / 0.0;
 #endif
     }
-    scores[t] = s;
-    barrier();
-    const int count = min(n, S_end - j0);
-    float block_max = -1.0 / 0.0;
-    for (int b = 0; b < count; ++b) block_max = max(block_max, scores[b]);
-    const float m_new = max(m, block_max);
-    // All keys so far masked: nothing to add yet (and exp(-inf - -inf) is NaN).
-    const bool live = !isinf(m_new);
-    probs[t] = (live && t < count) ? exp(s - m_new) : 0.0;
-    barrier();
-    if (live) {
-      const float alpha = exp(m - m_new);  // 0 while m is -inf
-      float block_sum = 0.0;
-      for (int b = 0; b < count; ++b) block_sum += probs[b];
-      l = l * alpha + block_sum;
-      for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
-        const int d = t + a * n;
-        if (d >= p.Ev) break;
-        float sum = 0.0;
-        for (int b = 0; b < count; ++b) sum += probs[b] * v_data[v_base + (j0 + b) * p.Ev + d];
-        acc[a] = acc[a] * alpha + sum;
-      }
-      m = m_new;
-    }
-    barrier();
+    online_softmax_block(s, j0, min(n, S_end - j0), v_base, p.Ev, p.Ev, m, l, acc);
   }
-  const float inv_l = l > 0.0 ? 1.0 / l : 0.0;
-  for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
-    const int d = t + a * n;
-    if (d >= p.Ev) break;
-    out_data[row * p.Ev + d] = T(acc[a] * inv_l);
-  }
+  online_softmax_store(row, p.Ev, l, acc);
 }

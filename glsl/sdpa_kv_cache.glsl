@@ -7,8 +7,8 @@
 // q [B, T, H, E], caches [B, S, KVH, E] and [B, S, KVH, Ev], out [B, T, H, Ev], contiguous.
 // The positions are read on the GPU, so a row visits only its pos[t] + 1 keys (the work
 // follows the context, not the cache length) and a decode step replays unchanged.
-// Keys go by in blocks of one per invocation with an online softmax (as sdpa.glsl): the
-// running max m, sum l and output accumulator are rescaled by exp(m_old - m_new).
+// Keys go by in blocks of one per invocation through the online softmax of
+// online_softmax.glslh (as sdpa.glsl).
 // Positions are int32 or int64, read as words (READ_INDEX in common.glslh). A position
 // outside [0, S) is a fault (fault.glslh); its row attends to nothing.
 #version 450
@@ -45,8 +45,7 @@ layout(set = 0, binding = 5 + CHECKED) uniform Params {
 } p;
 
 shared float q_row[MAX_E];
-shared float scores[gl_WorkGroupSize.x];
-shared float probs[gl_WorkGroupSize.x];
+#include "online_softmax.glslh"
 
 void main() {
   const int row = int(flat_group());
@@ -88,32 +87,7 @@ void main() {
       for (int e = 0; e < p.E; ++e) dot_qk += q_row[e] * float(k_data[k_row + e]);
       s = dot_qk;
     }
-    scores[t] = s;
-    barrier();
-    const int count = min(n, S_end - j0);
-    float block_max = -1.0 / 0.0;
-    for (int c = 0; c < count; ++c) block_max = max(block_max, scores[c]);
-    const float m_new = max(m, block_max);
-    probs[t] = t < count ? exp(s - m_new) : 0.0;
-    barrier();
-    const float alpha = exp(m - m_new);  // 0 on the first block, where m is -inf
-    float block_sum = 0.0;
-    for (int c = 0; c < count; ++c) block_sum += probs[c];
-    l = l * alpha + block_sum;
-    for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
-      const int d = t + a * n;
-      if (d >= p.Ev) break;
-      float sum = 0.0;
-      for (int c = 0; c < count; ++c) sum += probs[c] * float(v_data[v_base + (j0 + c) * value_stride + d]);
-      acc[a] = acc[a] * alpha + sum;
-    }
-    m = m_new;
-    barrier();
+    online_softmax_block(s, j0, min(n, S_end - j0), v_base, value_stride, p.Ev, m, l, acc);
   }
-  const float inv_l = l > 0.0 ? 1.0 / l : 0.0;
-  for (int a = 0; a < ACC_PER_INVOCATION; ++a) {
-    const int d = t + a * n;
-    if (d >= p.Ev) break;
-    out_data[row * p.Ev + d] = T(inv_l * acc[a]);
-  }
+  online_softmax_store(row, p.Ev, l, acc);
 }

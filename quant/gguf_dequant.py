@@ -20,6 +20,7 @@ from typing import Optional
 import torch
 from torch.fx import Node
 
+from ..fx_nodes import arg_at, fake_tensor
 from .gguf_linear import FORMATS_BY_NAME, BlockFormat, pack_words, weight_nbytes
 from .library import define
 from .torchao_ops import is_op
@@ -48,15 +49,6 @@ def _pack_fake(raw):
 pack_gguf_words = define("vkd_pack_gguf_words(Tensor raw) -> Tensor", _pack_reference, _pack_fake)
 
 
-def _val(node) -> Optional[torch.Tensor]:
-    val = node.meta.get("val") if isinstance(node, Node) else None
-    return val if isinstance(val, torch.Tensor) else None
-
-
-def _arg(node: Node, index: int, name: str, default=None):
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
 
 
 @dataclass(frozen=True)
@@ -73,12 +65,12 @@ def match_dequantize(node: Node):
     """(Dequantize, None) if node is a dequantize_gguf of a supported format to float32, else (None, why)."""
     if not is_op(node, DEQUANTIZE):
         return None, "not a torchao.dequantize_gguf"
-    raw, type_name = _arg(node, 0, "weight"), _arg(node, 1, "ggml_type")
+    raw, type_name = arg_at(node, 0, "weight"), arg_at(node, 1, "ggml_type")
     fmt = FORMATS_BY_NAME.get(str(type_name).upper())
     if fmt is None:
         return None, (f"GGUF type {type_name} has no vkdelegate kernel (the GGUF kernels read "
                       f"{', '.join(FORMATS_BY_NAME)}); it is dequantized on the CPU")
-    raw_val, out = _val(raw), _val(node)
+    raw_val, out = fake_tensor(raw), fake_tensor(node)
     if raw_val is None or raw_val.dtype != torch.uint8 or raw_val.dim() != 2 or raw.op != "placeholder":
         return None, "the raw blocks must be a uint8 [N, row bytes] constant"
     if out is None or out.dtype != torch.float32 or out.dim() != 2:
@@ -94,7 +86,7 @@ def _transposed(node: Node) -> bool:
     if is_op(node, "aten.t_copy") or is_op(node, "aten.t"):
         return True
     if is_op(node, "aten.permute_copy") or is_op(node, "aten.permute"):
-        return list(_arg(node, 1, "dims")) in ([1, 0], [-1, -2], [1, -2], [-1, 0])
+        return list(arg_at(node, 1, "dims")) in ([1, 0], [-1, -2], [1, -2], [-1, 0])
     return False
 
 
@@ -109,16 +101,16 @@ class LinearUse:
 def _linear_use(user: Node, dequant: Dequantize, through: Optional[Node] = None):
     """(LinearUse, None) if `user` multiplies by the weight (through = the transpose it went through), else (None, why)."""
     weight = through if through is not None else dequant.node
-    if through is None and is_op(user, "aten.linear") and _arg(user, 1, "weight") is weight:
-        use = LinearUse(user, _arg(user, 0, "input"), _arg(user, 2, "bias"))
+    if through is None and is_op(user, "aten.linear") and arg_at(user, 1, "weight") is weight:
+        use = LinearUse(user, arg_at(user, 0, "input"), arg_at(user, 2, "bias"))
     elif through is not None and is_op(user, "aten.mm") and user.args[1] is weight:
         use = LinearUse(user, user.args[0], None)
     elif (through is not None and is_op(user, "aten.addmm") and user.args[2] is weight
-          and _arg(user, 3, "beta", 1) == 1 and _arg(user, 4, "alpha", 1) == 1):
+          and arg_at(user, 3, "beta", 1) == 1 and arg_at(user, 4, "alpha", 1) == 1):
         use = LinearUse(user, user.args[1], user.args[0])
     else:
         return None, None
-    x, bias = _val(use.x), _val(use.bias)
+    x, bias = fake_tensor(use.x), fake_tensor(use.bias)
     if x is None or x.dtype != torch.float32 or x.dim() < 1 or x.shape[-1] != dequant.k:
         return None, f"the input of {user.name} must be float32 with K={dequant.k} features"
     if use.bias is not None and (bias is None or bias.dtype != torch.float32 or tuple(bias.shape) != (dequant.n,)):
@@ -127,7 +119,7 @@ def _linear_use(user: Node, dequant: Dequantize, through: Optional[Node] = None)
 
 
 def _embedding_reason(user: Node) -> Optional[str]:
-    indices = _val(_arg(user, 1, "indices"))
+    indices = fake_tensor(arg_at(user, 1, "indices"))
     if indices is None or indices.dtype not in (torch.int32, torch.int64) or indices.dim() > 7:
         return "embedding indices must be int32/int64 of rank up to 7"
     return None
@@ -140,7 +132,7 @@ def uses(dequant: Dequantize):
     if not dequant.node.users:
         return None, "the dequantized weight is unused"
     for user in dequant.node.users:
-        if is_op(user, "aten.embedding") and _arg(user, 0, "weight") is dequant.node:
+        if is_op(user, "aten.embedding") and arg_at(user, 0, "weight") is dequant.node:
             reason = _embedding_reason(user)
             if reason:
                 return None, reason

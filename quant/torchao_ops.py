@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx import Node
 
-from ..fx_nodes import op_name
+from ..fx_nodes import arg_at, fake_tensor, op_name
 from .library import define
 
 # ----------------------------------------------------------------------------
@@ -152,15 +152,6 @@ def is_op(node, name: str) -> bool:
     return isinstance(op, torch._ops.OpOverload) and f"{op.namespace}.{op._opname}" == name
 
 
-def _val(node):
-    val = node.meta.get("val") if isinstance(node, Node) else None
-    return val if isinstance(val, torch.Tensor) else None
-
-
-def _arg(node: Node, index: int, name: str, default=None):
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
 
 
 @dataclass(frozen=True)
@@ -177,15 +168,15 @@ def match_weight(dequant: Node) -> Tuple[Optional[WeightPattern], Optional[str]]
     """A dequantize_affine of a constant int8 [N, K] weight with per-row groups along K."""
     if not is_op(dequant, "torchao.dequantize_affine"):
         return None, "not a torchao.dequantize_affine"
-    weight, block_size, scales, zeros = (_arg(dequant, i, n) for i, n in enumerate(
+    weight, block_size, scales, zeros = (arg_at(dequant, i, n) for i, n in enumerate(
         ("input", "block_size", "scale", "zero_point")))
-    input_dtype = _arg(dequant, 4, "input_dtype")
-    qmin, qmax = _arg(dequant, 5, "quant_min"), _arg(dequant, 6, "quant_max")
-    output_dtype = _arg(dequant, 7, "output_dtype", torch.float32)
+    input_dtype = arg_at(dequant, 4, "input_dtype")
+    qmin, qmax = arg_at(dequant, 5, "quant_min"), arg_at(dequant, 6, "quant_max")
+    output_dtype = arg_at(dequant, 7, "output_dtype", torch.float32)
     for what, item in (("weight", weight), ("scales", scales), ("zero points", zeros)):
         if item is not None and not is_constant_placeholder(item):
             return None, f"the {what} is not a constant of the model"
-    w, s, z = _val(weight), _val(scales), _val(zeros)
+    w, s, z = fake_tensor(weight), fake_tensor(scales), fake_tensor(zeros)
     if w is None or w.dim() != 2 or w.dtype != torch.int8 or input_dtype != torch.int8:
         return None, "the quantized weight must be a 2-D int8 tensor"
     if output_dtype != torch.float32 or s is None or s.dtype != torch.float32:
@@ -222,37 +213,37 @@ class ActivationPattern:
 def match_activation(dequant: Node) -> Tuple[Optional[ActivationPattern], Optional[str]]:
     if not is_op(dequant, "torchao.dequantize_affine"):
         return None, "not a torchao.dequantize_affine"
-    quantize = _arg(dequant, 0, "input")
+    quantize = arg_at(dequant, 0, "input")
     if not is_op(quantize, "torchao.quantize_affine"):
         return None, "the dequantized input is not a torchao.quantize_affine"
-    x = _arg(quantize, 0, "input")
-    xv = _val(x)
+    x = arg_at(quantize, 0, "input")
+    xv = fake_tensor(x)
     if xv is None or xv.dtype != torch.float32 or xv.dim() < 1:
         return None, "the activation must be float32"
     per_token = [1] * (xv.dim() - 1) + [xv.shape[-1]]
-    qs, qz = _arg(quantize, 2, "scale"), _arg(quantize, 3, "zero_point")
-    if qs is not _arg(dequant, 2, "scale") or qz is not _arg(dequant, 3, "zero_point"):
+    qs, qz = arg_at(quantize, 2, "scale"), arg_at(quantize, 3, "zero_point")
+    if qs is not arg_at(dequant, 2, "scale") or qz is not arg_at(dequant, 3, "zero_point"):
         return None, "quantize and dequantize use different scales or zero points"
     if not all(isinstance(item, Node) and item.target is operator.getitem for item in (qs, qz)):
         return None, "scale and zero point are not outputs of choose_qparams_affine"
     choose = qs.args[0]
     if (not is_op(choose, "torchao.choose_qparams_affine") or qz.args[0] is not choose
-            or (qs.args[1], qz.args[1]) != (0, 1) or _arg(choose, 0, "input") is not x):
+            or (qs.args[1], qz.args[1]) != (0, 1) or arg_at(choose, 0, "input") is not x):
         return None, "scale and zero point are not choose_qparams_affine(x)"
     expected = dict(mapping_type="ASYMMETRIC", target_dtype=torch.int8, quant_min=ACT_QMIN, quant_max=ACT_QMAX)
-    got = dict(mapping_type=_arg(choose, 1, "mapping_type"), target_dtype=_arg(choose, 3, "target_dtype"),
-               quant_min=_arg(choose, 4, "quant_min"), quant_max=_arg(choose, 5, "quant_max"))
+    got = dict(mapping_type=arg_at(choose, 1, "mapping_type"), target_dtype=arg_at(choose, 3, "target_dtype"),
+               quant_min=arg_at(choose, 4, "quant_min"), quant_max=arg_at(choose, 5, "quant_max"))
     if got != expected:
         return None, f"activation quantization {got} is not int8 asymmetric [-128, 127]"
-    if _arg(choose, 6, "eps") is not None or _arg(choose, 7, "scale_dtype") not in (None, torch.float32):
+    if arg_at(choose, 6, "eps") is not None or arg_at(choose, 7, "scale_dtype") not in (None, torch.float32):
         return None, "only the default eps and float32 scales are supported"
     for node, base in ((choose, 2), (quantize, 1), (dequant, 1)):
-        if list(_arg(node, base, "block_size")) != per_token:
+        if list(arg_at(node, base, "block_size")) != per_token:
             return None, "activation quantization is not per token"
-    if (_arg(quantize, 4, "output_dtype") != torch.int8 or _arg(dequant, 4, "input_dtype") != torch.int8
-            or (_arg(quantize, 5, "quant_min"), _arg(quantize, 6, "quant_max")) != (ACT_QMIN, ACT_QMAX)
-            or (_arg(dequant, 5, "quant_min"), _arg(dequant, 6, "quant_max")) != (ACT_QMIN, ACT_QMAX)
-            or _arg(dequant, 7, "output_dtype", torch.float32) != torch.float32):
+    if (arg_at(quantize, 4, "output_dtype") != torch.int8 or arg_at(dequant, 4, "input_dtype") != torch.int8
+            or (arg_at(quantize, 5, "quant_min"), arg_at(quantize, 6, "quant_max")) != (ACT_QMIN, ACT_QMAX)
+            or (arg_at(dequant, 5, "quant_min"), arg_at(dequant, 6, "quant_max")) != (ACT_QMIN, ACT_QMAX)
+            or arg_at(dequant, 7, "output_dtype", torch.float32) != torch.float32):
         return None, "quantize/dequantize are not int8 [-128, 127] to float32"
     if list(quantize.users) != [dequant] or set(choose.users) != {qs, qz}:
         return None, "the quantized activation or its parameters have other users"
@@ -263,7 +254,7 @@ def match_activation(dequant: Node) -> Tuple[Optional[ActivationPattern], Option
 
 def linear_parts(linear: Node):
     """(input, weight, bias) of an aten.linear node."""
-    return _arg(linear, 0, "input"), _arg(linear, 1, "weight"), _arg(linear, 2, "bias")
+    return arg_at(linear, 0, "input"), arg_at(linear, 1, "weight"), arg_at(linear, 2, "bias")
 
 
 def match_linear(linear: Node):
@@ -274,10 +265,10 @@ def match_linear(linear: Node):
     pattern, reason = match_weight(weight)
     if pattern is None:
         return None, None, reason
-    if bias is not None and (_val(bias) is None or _val(bias).dtype != torch.float32 or _val(bias).dim() != 1):
+    if bias is not None and (fake_tensor(bias) is None or fake_tensor(bias).dtype != torch.float32 or fake_tensor(bias).dim() != 1):
         return None, None, "the bias must be a 1-D float32 tensor"
-    xv = _val(x)
-    if xv is None or xv.dtype != torch.float32 or xv.dim() < 1 or xv.shape[-1] != _val(pattern.weight).shape[1]:
+    xv = fake_tensor(x)
+    if xv is None or xv.dtype != torch.float32 or xv.dim() < 1 or xv.shape[-1] != fake_tensor(pattern.weight).shape[1]:
         return None, None, "the input must be float32 with K features"
     activation = None
     if is_op(x, "torchao.dequantize_affine"):
@@ -290,10 +281,10 @@ def match_linear(linear: Node):
 def match_embedding(embedding: Node) -> Tuple[Optional[WeightPattern], Optional[str]]:
     if not is_op(embedding, "aten.embedding"):
         return None, "not an aten.embedding"
-    pattern, reason = match_weight(_arg(embedding, 0, "weight"))
+    pattern, reason = match_weight(arg_at(embedding, 0, "weight"))
     if pattern is None:
         return None, reason
-    indices = _val(_arg(embedding, 1, "indices"))
+    indices = fake_tensor(arg_at(embedding, 1, "indices"))
     if indices is None or indices.dtype not in (torch.int32, torch.int64) or indices.dim() > 7:
         return None, "indices must be int32/int64 of rank up to 7"
     return pattern, None
@@ -313,7 +304,7 @@ def fusion_reason(dequant: Node) -> Optional[str]:
                 reason = _activation_reason(user)
             else:
                 reason = "used as a linear bias"
-        elif is_op(user, "aten.embedding") and _arg(user, 0, "weight") is dequant:
+        elif is_op(user, "aten.embedding") and arg_at(user, 0, "weight") is dequant:
             _, reason = match_embedding(user)
         else:
             reason = f"used by {op_name(user.target)}, not as a linear or embedding weight"

@@ -183,6 +183,20 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Closes the JSON object in js and writes it to path (nothing to do for an empty path);
+// false, with a message, where the file cannot be written.
+bool write_json(const std::string& path, std::ostringstream& js) {
+  if (path.empty()) return true;
+  js << "}\n";
+  std::ofstream f(path);
+  f << js.str();
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
 void json_list(std::ostringstream& js, const std::vector<double>& v) {
   js << "[";
   for (size_t i = 0; i < v.size(); ++i) js << (i ? ", " : "") << v[i];
@@ -580,16 +594,7 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
       return 1;
     }
   }
-  if (!opt.json.empty()) {
-    js << "}\n";
-    std::ofstream f(opt.json);
-    f << js.str();
-    if (!f) {
-      std::fprintf(stderr, "cannot write %s\n", opt.json.c_str());
-      return 1;
-    }
-  }
-  return 0;
+  return write_json(opt.json, js) ? 0 : 1;
 }
 
 }  // namespace
@@ -869,14 +874,5 @@ int main(int argc, char** argv) {
     }
     js << "], \"soak_cycles\": " << opt.soak_cycles;
   }
-  if (!opt.json.empty()) {
-    js << "}\n";
-    std::ofstream f(opt.json);
-    f << js.str();
-    if (!f) {
-      std::fprintf(stderr, "cannot write %s\n", opt.json.c_str());
-      return 1;
-    }
-  }
-  return 0;
+  return write_json(opt.json, js) ? 0 : 1;
 }
