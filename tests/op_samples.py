@@ -1035,6 +1035,9 @@ def _sdpa_kv_cache_samples() -> List[SampleCase]:
                    (_values(1, 3, 4, 8), _values(1, 9, 2, 8), _values(1, 9, 2, 8), torch.tensor([0, 1, 2]))),
         SampleCase("decode_last_position_int32", call,
                    (_values(1, 1, 3, 5), _values(1, 6, 1, 5), _values(1, 6, 1, 5), torch.tensor([5], dtype=torch.int32))),
+        # Past the split path's 16 queries: the tiled kernel (runtime/ops/attention.cpp).
+        SampleCase("gqa4_t20_tiled", call,
+                   (_values(1, 20, 8, 8), _values(1, 24, 2, 8), _values(1, 24, 2, 8), torch.arange(4, 24))),
     ]
 
 
