@@ -17,10 +17,14 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
 // Shared-memory bounds (runtime/ops/attention.cpp: kSplitQueryFloats, kSplitScores):
-// split_heads * E and split_heads * chunk.
-#define SPLIT_QUERY_FLOATS 2048
+// split_heads * E and split_heads * chunk. 12.5 KiB in all, under the 16 KiB of small GPUs.
+#define SPLIT_QUERY_FLOATS 1024
 #define SPLIT_SCORES 1024
 #define SPLIT_MAX_HEADS 32
+// The keys go through shared memory in tiles of STAGE x STAGE (keys x dims), read by
+// whole rows (neighbouring invocations, neighbouring addresses) where a key per
+// invocation would read 32 rows at once.
+#define STAGE 32
 
 layout(set = 0, binding = 0) writeonly buffer Part { float part_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
@@ -34,6 +38,7 @@ layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
 shared float q_s[SPLIT_QUERY_FLOATS];
 shared float prob_s[SPLIT_SCORES];  // [split_heads, chunk]: scores, then exp(s - m)
 shared float max_s[SPLIT_MAX_HEADS];
+shared float k_s[STAGE * (STAGE + 1)];  // odd rows: one dim of several keys, different banks
 
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
@@ -67,13 +72,25 @@ void main() {
   for (int i = tid; i < hp * p.E; i += n) q_s[i] = float(q_data[q_base + i]) * p.scale;
   barrier();
 
-  // Scores, key-fastest so that neighbouring invocations read neighbouring key rows.
-  for (int i = tid; i < hp * count; i += n) {
-    const int g = i / count, j = i % count;
-    const int k_row = k_base + j * key_stride;
-    float dot_qk = 0.0;
-    for (int e = 0; e < p.E; ++e) dot_qk += q_s[g * p.E + e] * float(k_data[k_row + e]);
-    prob_s[g * p.chunk + j] = dot_qk;
+  // Scores, summed over tiles of STAGE keys x STAGE dims (key-fastest pairs (g, j)).
+  for (int i = tid; i < hp * p.chunk; i += n) prob_s[i] = 0.0;
+  for (int jb = 0; jb < count; jb += STAGE) {
+    const int keys = min(STAGE, count - jb);
+    for (int eb = 0; eb < p.E; eb += STAGE) {
+      const int dims = min(STAGE, p.E - eb);
+      barrier();  // the previous tile's readers are done
+      for (int i = tid; i < keys * dims; i += n) {
+        const int j = i / dims, e = i % dims;
+        k_s[j * (STAGE + 1) + e] = float(k_data[k_base + (jb + j) * key_stride + eb + e]);
+      }
+      barrier();
+      for (int i = tid; i < hp * keys; i += n) {
+        const int g = i / keys, j = i % keys;
+        float dot_qk = 0.0;
+        for (int e = 0; e < dims; ++e) dot_qk += q_s[g * p.E + eb + e] * k_s[j * (STAGE + 1) + e];
+        prob_s[g * p.chunk + jb + j] += dot_qk;
+      }
+    }
   }
   barrier();
   if (tid < hp) {

@@ -111,7 +111,7 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
 //   device's shared memory, a workgroup per row (sdpa_kv_cache.glsl).
 constexpr int64_t kSplitMaxQueries = 16;
 // sdpa_kv_split.glsl's shared arrays: split_heads * E, split_heads * chunk and split_heads.
-constexpr int64_t kSplitQueryFloats = 2048, kSplitScores = 1024, kSplitMaxHeads = 32;
+constexpr int64_t kSplitQueryFloats = 1024, kSplitScores = 1024, kSplitMaxHeads = 32;
 // Chunks of 32..256 keys (a multiple of 32), the fewest that still give about
 // kSplitTargetGroups workgroups for one query over the whole cache.
 constexpr int64_t kSplitMinChunk = 32, kSplitMaxChunk = 256, kSplitTargetGroups = 256;
