@@ -18,7 +18,7 @@ import vkdelegate.runtime as rt
 
 from executorch.runtime import Runtime
 
-MAX_SEQ_LEN = 128
+MAX_SEQ_LEN = 320  # room for a prompt and 256 decode steps
 TEXT = [
     "Once upon a time there was a little robot who liked to paint the sky.",
     "The quick brown fox jumps over the lazy dog, and the dog did not mind.",
@@ -138,7 +138,7 @@ def test_logits_match_eager_every_step(tokenizer_json, programs):
         tokens = [int(expected[0, -1].argmax())]
 
 
-@pytest.mark.parametrize("length", [1, 7, MAX_SEQ_LEN])
+@pytest.mark.parametrize("length", [1, 7, 100, MAX_SEQ_LEN])
 def test_prefill_lengths_give_eager_next_token(programs, length):
     pte, eager = programs("none")
     method = Runtime.get().load_program(pte).load_method("forward")
@@ -146,6 +146,7 @@ def test_prefill_lengths_give_eager_next_token(programs, length):
     prompt = torch.randint(3, vocab, (length,), generator=torch.Generator().manual_seed(length)).tolist()
     expected = eager_step(eager, prompt, 0)
     actual = method.execute([torch.tensor([prompt]), torch.arange(length)])[0]
+    assert actual.shape == (1, 1, vocab)  # the last position's logits only
     assert int(actual[0, -1].argmax()) == int(expected[0, -1].argmax())
     assert relative_error(actual, expected) <= 1e-4
 
@@ -197,14 +198,14 @@ def test_quantized_top1_agrees_with_eager(tokenizer_json, programs, quant):
     pte, eager = programs(quant)
     method = Runtime.get().load_program(pte).load_method("forward")
     eager.reset_cache()
-    tokens, position, agree, steps = tokenizer.encode(PROMPT).ids, 0, 0, 48
+    tokens, position, agree, steps = tokenizer.encode(PROMPT).ids, 0, 0, 256
     for _ in range(steps):
         expected = eager_step(eager, tokens, position)
         actual = method.execute([torch.tensor([tokens]), torch.arange(position, position + len(tokens))])[0]
         agree += int(actual[0, -1].argmax()) == int(expected[0, -1].argmax())
         position += len(tokens)
         tokens = [int(expected[0, -1].argmax())]
-    assert agree / steps >= 0.95
+    assert agree / steps >= 0.99, f"{agree} of {steps}"
 
 
 def test_position_past_the_cache_is_an_error(programs):
@@ -224,7 +225,7 @@ def test_prompt_longer_than_the_cache_is_an_error(tokenizer_json, programs):
     pte, _ = programs("none")
     runner = TextLLMRunner(pte, path)
     with pytest.raises(RuntimeError):
-        runner.generate(" ".join(TEXT * 4), GenerationConfig(max_new_tokens=4, echo=False))
+        runner.generate(" ".join(TEXT * 16), GenerationConfig(max_new_tokens=4, echo=False))
     method = Runtime.get().load_program(pte).load_method("forward")
     with pytest.raises(RuntimeError):
         method.execute([torch.zeros(1, MAX_SEQ_LEN + 1, dtype=torch.long), torch.arange(MAX_SEQ_LEN + 1)])
