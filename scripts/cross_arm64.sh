@@ -21,9 +21,10 @@ ROOT="$PWD/.cross/arm64"
 SYSROOT="$ROOT/sysroot"
 BUILD_DIR=$(realpath -m "${VKDELEGATE_ARM64_BUILD_DIR:-build/arm64}")
 OUT="$BUILD_DIR/out"
-# Debian 12 arm64: the runtime's libraries (lavapipe and its dependencies) and the build's headers.
+# Debian 12 arm64: the runtime's libraries (lavapipe and its dependencies, the validation layer the
+# tests turn on) and the build's headers.
 PACKAGES="libc6 libstdc++6 libgcc-s1 zlib1g zlib1g-dev libvulkan1 libvulkan-dev libflatbuffers-dev
-  mesa-vulkan-drivers libllvm15 libdrm2 libdrm-amdgpu1 libelf1 libexpat1 libffi8 libwayland-client0
+  vulkan-validationlayers mesa-vulkan-drivers libllvm15 libdrm2 libdrm-amdgpu1 libelf1 libexpat1 libffi8 libwayland-client0
   libx11-6 libx11-xcb1 libxau6 libxcb-dri3-0 libxcb-present0 libxcb-randr0 libxcb-shm0 libxcb-sync1
   libxcb-xfixes0 libxcb1 libxdmcp6 libxml2 libxshmfence1 libz3-4 libzstd1 libedit2 libtinfo6 libbsd0
   libmd0 libicu72 liblzma5"
@@ -40,7 +41,7 @@ need_tools() {
 }
 
 fetch_sysroot() {
-  [ -f "$SYSROOT/.complete" ] && return
+  [ "$(cat "$SYSROOT/.complete" 2>/dev/null)" = "$(echo $PACKAGES)" ] && return
   local apt="$ROOT/apt" mirror
   mirror="$(grep -hoE '^URIs: *\S+/debian/?$' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | awk '{print $2}')"
   mirror="${mirror:-http://deb.debian.org/debian}"
@@ -57,7 +58,7 @@ fetch_sysroot() {
   (cd "$apt/debs" && apt-get "${opts[@]}" download $PACKAGES >/dev/null)
   for deb in "$apt"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
   rm -rf "$apt"
-  touch "$SYSROOT/.complete"
+  echo $PACKAGES >"$SYSROOT/.complete"
 }
 
 fetch_executorch() {
@@ -102,8 +103,7 @@ build() {
 
 run() {
   [ -x "$OUT/vkdelegate_runner" ] || { echo "no $OUT/vkdelegate_runner: run '$0 build' first" >&2; exit 1; }
-  VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json VK_LOADER_LAYERS_DISABLE='*' \
-    exec qemu-aarch64 -L "$SYSROOT" "$OUT/vkdelegate_runner" "$@"
+  VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json exec qemu-aarch64 -L "$SYSROOT" "$OUT/vkdelegate_runner" "$@"
 }
 
 case "${1:-}" in
