@@ -117,8 +117,9 @@ def _check_positions(input_pos, cache_len):
 
 def _rope_kv_update_reference(q, k, v, cos, sin, k_cache, v_cache, input_pos):
     _check_positions(input_pos, k_cache.shape[1])
-    k_new = k_cache.clone().index_copy_(1, input_pos, _rope_reference(k, cos, sin))
-    v_new = v_cache.clone().index_copy_(1, input_pos, v)
+    rows = input_pos.long()  # index_copy_ takes int64 only
+    k_new = k_cache.clone().index_copy_(1, rows, _rope_reference(k, cos, sin))
+    v_new = v_cache.clone().index_copy_(1, rows, v)
     return _rope_reference(q, cos, sin), k_new, v_new
 
 
