@@ -127,10 +127,32 @@ def test_the_caches_must_be_state():
         rt.Graph(serialize_graph(g))
 
 
-def _chain_ops(model, monkeypatch, quant="none"):
-    """The op names of each delegate's chain when the Llama is exported (examples/llm.py)."""
+class _LlamaAttention(torch.nn.Module):
+    """One attention layer of examples/models/llama.py over its KV cache, with the Llama's rotary
+    tables and position mask: the graph the Llama exports per layer, at a fraction of its export time
+    (tests/test_llm.py counts the dispatches of whole decode layers)."""
+
+    def __init__(self, dim=32, heads=4, kv_heads=2, cache_len=16):
+        super().__init__()
+        from vkdelegate.examples.models.llama import Attention, Llama
+
+        tables = Llama(vocab=8, dim=dim, layers=0, heads=heads, kv_heads=kv_heads, max_seq_len=cache_len)
+        self.register_buffer("rope_cos", tables.rope_cos)
+        self.register_buffer("rope_sin", tables.rope_sin)
+        self.attention = Attention(dim, heads, kv_heads, cache_len)
+        self.cache_len = cache_len
+
+    def forward(self, x, input_pos):
+        cos, sin = self.rope_cos[input_pos][:, None], self.rope_sin[input_pos][:, None]
+        mask = torch.arange(self.cache_len)[None, :] <= input_pos[:, None]
+        return self.attention(x, cos, sin, input_pos, mask)
+
+
+def test_fusion_fires_in_a_llama_layer_and_the_caches_stay_state(monkeypatch):
+    from executorch.runtime import Runtime
+
     from vkdelegate.backends import vulkan_preprocess
-    from vkdelegate.examples import llm
+    from helpers import lower
 
     chains = []
     build = vulkan_preprocess.build_graph
@@ -141,29 +163,21 @@ def _chain_ops(model, monkeypatch, quant="none"):
         return graph
 
     monkeypatch.setattr(vulkan_preprocess, "build_graph", recording_build)
-    program = llm.export_llm(model, quant)
-    return [name for chain in chains for name in chain], program
-
-
-def test_fusion_fires_once_per_layer_of_a_llama(monkeypatch):
-    from vkdelegate.examples import llm
-    from vkdelegate.examples.models.llama import Llama
-
-    model = Llama(vocab=64, dim=32, layers=2, heads=4, kv_heads=2, hidden=48, max_seq_len=16, kv_cache=True).eval()
-    ops, program = _chain_ops(model, monkeypatch)
-    assert ops.count("et_vk.vkd_rope_kv_update.default") == 2
-    assert ops.count("et_vk.vkd_sdpa_kv_cache.default") == 2
+    torch.manual_seed(0)
+    module = _LlamaAttention().eval()
+    seq = torch.export.Dim("seq", min=1, max=module.cache_len)
+    example = (torch.randn(1, 2, 32), torch.arange(2))
+    pte = lower(module, example, dynamic_shapes=({1: seq}, {0: seq})).to_executorch().buffer
+    (ops,) = chains
+    assert ops.count("et_vk.vkd_rope_kv_update.default") == 1 and ops.count("et_vk.vkd_sdpa_kv_cache.default") == 1
     assert "aten.index_put.default" not in ops and "et_vk.vkd_rope.default" not in ops
-    # The caches stay delegate state, and generation steps match eager PyTorch.
-    from executorch.runtime import Runtime
-
-    method = Runtime.get().load_program(program.buffer).load_method("forward")
-    model.reset_cache()
-    for tokens, start in (([5, 9, 2, 7], 0), ([11], 4), ([3], 5)):
-        args = (torch.tensor([tokens]), torch.arange(start, start + len(tokens)))
+    # Prefill then decode steps: the caches persist inside the delegate, as eager's buffers do.
+    method = Runtime.get().load_program(pte).load_method("forward")
+    for length, start in ((4, 0), (1, 4), (1, 5)):
+        args = (torch.randn(1, length, 32), torch.arange(start, start + length))
         (out,) = method.execute(list(args))
         with torch.no_grad():
-            torch.testing.assert_close(out, model(*args), atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(out, module(*args), atol=1e-5, rtol=1e-5)
 
 
 class _CacheWrites(torch.nn.Module):
