@@ -15,7 +15,7 @@ _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int
            torch.int32: DType.int32}
 
 
-def op_graph(q, k, cos, cache_len, pos_dtype=torch.int64):
+def op_graph(q, k, cos, cache_len, pos_dtype=torch.int64, **settings):
     """rope_kv_update over zero-initialized state caches; outputs rope(q) and the caches (times 1)."""
     g = GraphIR()
     dtype = _DTYPES[q.dtype]
@@ -34,7 +34,7 @@ def op_graph(q, k, cos, cache_len, pos_dtype=torch.int64):
         reads.append(g.add_value(TensorValue(dtype, cache_shape)))
         g.chain.append(OpCall("aten.mul.Scalar", (updated, g.add_value(IntValue(1)), reads[-1])))
     g.output_ids = [outs[0]] + reads
-    return rt.Graph(serialize_graph(g))
+    return rt.Graph(serialize_graph(g), overrides=settings)
 
 
 def tables(length, head_dim, dtype, seed):
@@ -102,6 +102,20 @@ def test_a_position_outside_the_cache_is_an_error_and_writes_nothing(position, p
                                           torch.tensor([5, 11]))
     rows = [r for r in range(12) if r != 3]
     torch.testing.assert_close(torch.from_numpy(k_cache)[:, rows], want_k[:, rows], atol=1e-6, rtol=1e-6)
+
+
+def test_checks_off_skip_the_rows_out_of_range():
+    """NO_GPU_CHECKS takes the unchecked kernel: a position out of range is no error, and writes nothing."""
+    q, k = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 2, 8)
+    cos, sin = tables(2, 8, torch.float32, 0)
+    graph = op_graph(q, k, cos, 12, NO_GPU_CHECKS=True)
+    assert graph.shaders()[0] == "rope_kv_update_nocheck_f32"
+    _, k_cache, v_cache = graph.run([t.numpy() for t in (q, k, k, cos, sin)] + [np.array([3, 12])])
+    _, want_k, want_v = rope_kv_update.default(q, k, k, cos, sin, torch.zeros(1, 12, 2, 8), torch.zeros(1, 12, 2, 8),
+                                               torch.tensor([3, 0]))
+    want_k[:, 0], want_v[:, 0] = 0, 0  # position 12 wrote nowhere
+    torch.testing.assert_close(torch.from_numpy(k_cache), want_k, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(torch.from_numpy(v_cache), want_v, atol=1e-6, rtol=1e-6)
 
 
 def test_bad_shapes_are_a_clear_error():
