@@ -8,8 +8,11 @@ characters, so some tokens hold part of a UTF-8 character).
 import copy
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
+
+import vkdelegate
 
 from vkdelegate.examples import llm
 
@@ -28,13 +31,13 @@ BOS = 1
 STEPS = 24  # decode steps asked for; the program's EOS ends generation before
 
 
-def _runner_has_tokenizer() -> bool:
-    r = subprocess.run([rt.runner_path(), "--help"], capture_output=True, text=True, timeout=60)
-    return "not in this build" not in r.stderr
+def _tokenizer_sources() -> bool:
+    """scripts/fetch_tokenizers.sh fetched them (scripts/setup.sh does): the runner must have --tokenizer."""
+    return (Path(vkdelegate.__file__).parent / ".pytorch_tokenizers" / "src" / "hf_tokenizer.cpp").exists()
 
 
 pytestmark = [
-    pytest.mark.xdist_group("llm"),
+    pytest.mark.xdist_group("runner_tokenizer"),  # one worker: the program is exported once
     pytest.mark.skipif(not rt.is_available(), reason="no Vulkan device"),
 ]
 
@@ -86,8 +89,8 @@ def generated_text(stdout: bytes) -> bytes:
     return stdout[start:stdout.rindex(b"\nmodel: ")]
 
 
-needs_tokenizer = pytest.mark.skipif(not _runner_has_tokenizer(),
-                                     reason="vkdelegate_runner built without --tokenizer")
+needs_tokenizer = pytest.mark.skipif(not _tokenizer_sources(),
+                                     reason="no pytorch_tokenizers sources (scripts/fetch_tokenizers.sh)")
 
 
 @needs_tokenizer
@@ -100,7 +103,7 @@ def test_runner_prints_eager_text_and_stops_at_eos(tokenizer_json, program, tmp_
     assert r.returncode == 0, r.stderr.decode()
     result = json.loads(report.read_text())
     # The C++ tokenizer encodes as the `tokenizers` package does, with the program's BOS first.
-    assert result["prompt_tokens"] == 1 + len(tokenizer.encode(PROMPT).ids)
+    assert result["prompt"] == [BOS] + tokenizer.encode(PROMPT).ids
     assert result["tokens"] == expected  # eager's, up to and with the EOS
     assert len(result["decode_step_ms"]) == len(expected) - 1 < STEPS
     # The text of every token but the EOS, its bytes as they came (some tokens are part of a
@@ -123,7 +126,7 @@ def test_add_bos_token_false_beside_the_tokenizer(tokenizer_json, program, tmp_p
     r = run("--model", pte, "--tokenizer", tmp_path, "--prompt", PROMPT, "--generate", 1, "--warmup", 0,
             "--json", report)
     assert r.returncode == 0, r.stderr.decode()
-    assert json.loads(report.read_text())["prompt_tokens"] == len(tokenizer.encode(PROMPT).ids)
+    assert json.loads(report.read_text())["prompt"] == tokenizer.encode(PROMPT).ids
     assert b"no BOS" in r.stdout
 
 

@@ -694,7 +694,9 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Program& program, et
   js << "{\"device\": " << json_string(ctx.info().name + " (" + ctx.info().type + ")")
      << ", \"model\": " << json_string(opt.model) << ", \"delegates\": " << graphs.size()
      << ", \"load_ms\": " << load_ms << ", \"max_seq_len\": " << max_len << ", \"prompt_tokens\": " << prompt_len
-     << ", \"generate\": " << opt.generate << ", \"runs\": " << runs << ", \"tokens\": [";
+     << ", \"generate\": " << opt.generate << ", \"runs\": " << runs << ", \"prompt\": [";
+  for (size_t i = 0; i < prompt.size(); ++i) js << (i ? ", " : "") << prompt[i];
+  js << "], \"tokens\": [";
   for (size_t i = 0; i < tokens.size(); ++i) js << (i ? ", " : "") << tokens[i];
   js << "], \"prefill_ms\": " << prefill_med << ", \"prefill_ms_runs\": ";
   json_list(js, prefills);
