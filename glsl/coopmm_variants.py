@@ -1,8 +1,10 @@
 """The cooperative-matrix float16 matmul's tile variants, the one table that
 glsl/gen_shaders.py builds the shaders' variants from (matmul_coop.glsl,
-matmul_coop_emu.glsl, matmul_coop2.glsl) and writes the runtime's table from
-(coopmm_variants.h: kCoopMmVariants in runtime/ops/matmul_choice.cpp, the names
-VKDELEGATE_COOPMM_TILE accepts); tests/test_coopmm.py reads it too.
+matmul_coop_emu.glsl, matmul_coop2.glsl; the quantized linear's qlinear_coop.glsl
+and qlinear_coop_emu.glsl the QLINEAR_TILES among them) and writes the runtime's
+table from (coopmm_variants.h: kCoopMmVariants in runtime/ops/matmul_choice.h, the
+names VKDELEGATE_COOPMM_TILE and VKDELEGATE_QLINEAR_COOP_TILE accept);
+tests/test_coopmm.py and tests/test_qlinear_coop.py read it too.
 
 A tile is BM x BN = (WM*FM*16) x (WN*FN*16) in WM x WN warps of FM x FN 16 x 16
 accumulators; STAGES shared buffers (1 for tiles whose two would not fit 48 KiB);
@@ -43,10 +45,28 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"
 
+# The tiles of the weight-only quantized linear (qlinear_coop.glsl, for each of 4-
+# and 8-bit weights): l where its 128 x 128 tiles fill the GPU, l64 (BK 64: 32
+# bytes of int4 words per weight row and stage), l1 where only 32 KiB of shared
+# memory fit, m (64 x 64) for products of few tiles.
+QLINEAR_TILES = ("l", "l64", "l1", "m")
+QLINEAR_SHADERS = ("qlinear_coop", "qlinear_coop_emu")
+
+
+def _tile_defines(v):
+    tile = [f"WM={v['wm']}", f"WN={v['wn']}", f"FM={v['fm']}", f"FN={v['fn']}",
+            f"STAGES={v['stages']}", f"BK={v['bk']}"]
+    if v["prefetch"] != 1:
+        tile.append(f"PREFETCH={v['prefetch']}")
+    return tile
+
 
 def shader_variants(shader):
     """(variant name, defines) of the shader `shader` (a file's name without .glsl),
     one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k)."""
+    if shader in QLINEAR_SHADERS:
+        return [(f"{shader}_{name}_b{bits}", _tile_defines(VARIANTS[name]) + ["B_KMAJOR=1", f"BITS={bits}"])
+                for name in QLINEAR_TILES for bits in (4, 8)]
     coop2 = shader == "matmul_coop2"
     if shader not in ("matmul_coop", "matmul_coop_emu", "matmul_coop2"):
         raise ValueError(f"{shader}.glsl has no cooperative-matrix tile variants")
@@ -58,10 +78,7 @@ def shader_variants(shader):
             tile = [f"BM={v['wm'] * v['fm'] * 16}", f"BN={v['wn'] * v['fn'] * 16}", f"BK={v['bk']}"]
             name = name[len(COOP2_PREFIX):]
         else:
-            tile = [f"WM={v['wm']}", f"WN={v['wn']}", f"FM={v['fm']}", f"FN={v['fn']}",
-                    f"STAGES={v['stages']}", f"BK={v['bk']}"]
-            if v["prefetch"] != 1:
-                tile.append(f"PREFETCH={v['prefetch']}")
+            tile = _tile_defines(v)
         for layout, kmajor in (("nb", 0), ("kb", 1)):
             out.append((f"{shader}_{name}_{layout}", tile + [f"B_KMAJOR={kmajor}"]))
     return out
@@ -77,5 +94,7 @@ def cpp_header():
             "#pragma once\n\n"
             "// The names VKDELEGATE_COOPMM_TILE accepts.\n"
             f'#define VKD_COOPMM_VARIANT_NAMES "{"|".join(VARIANTS)}"\n\n'
-            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2} (runtime/ops/matmul_choice.cpp).\n"
+            "// The names VKDELEGATE_QLINEAR_COOP_TILE accepts (qlinear_coop.glsl's tiles).\n"
+            f'#define VKD_QLINEAR_COOP_VARIANT_NAMES "{"|".join(QLINEAR_TILES)}"\n\n'
+            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2} (runtime/ops/matmul_choice.h).\n"
             f"#define VKD_COOPMM_VARIANT_ROWS \\\n{rows.replace(chr(10), ' ' + chr(92) + chr(10))}\n")

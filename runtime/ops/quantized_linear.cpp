@@ -2,7 +2,7 @@
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
 // shaders (qlinear_gemv.glsl, qlinear_rows.glsl, qlinear_dq8a_dot.glsl,
-// qlinear_dq8a_quant.glsl, qlinear_tiled.glsl, qembedding.glsl).
+// qlinear_dq8a_quant.glsl, qlinear_tiled.glsl, qlinear_coop.glsl, qembedding.glsl).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "../vk/pipeline.h"
+#include "matmul_choice.h"  // kCoopMmVariants, coopmat_f16_base
 #include "op_utils.h"
 #include "shader_params.h"  // QLinearParams, QuantizeRowsParams, QEmbeddingParams: glsl/qlinear_params.glslh,
                             // qlinear_dq8a_quant.glsl, qembedding.glsl
@@ -22,12 +23,56 @@ namespace {
 // setting QLINEAR_GEMV_SHAPE picks another of its shapes, its
 // invocations splitting K); up to kRows rows the rows kernel (qlinear_rows.glsl: kRows x
 // kCols outputs per workgroup, likewise), more the tiled one (32 x 32 per (8, 8)
-// workgroup). dq8a: the rows kernels at every row count.
+// workgroup), or from the setting QLINEAR_COOP_MIN_ROWS rows the cooperative-matrix
+// one (coop_variant). dq8a: the rows kernels at every row count.
 constexpr int64_t kGemvCols = 4;
 constexpr int64_t kRows = 4;
 constexpr int64_t kCols = 4;
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
+
+// qlinear_coop.glsl's tile (coopmm_variants.py's QLINEAR_TILES) for a product of up to
+// `rows` rows (the planned size), or null for qlinear_tiled.glsl: a device with
+// 16x16x16 f16 matrices (or COOPMAT_EMULATE), not QLINEAR_NO_COOPMAT, the tile's
+// shared memory within the device's. The largest tile (128 x 128: the most
+// multiply-adds per shared-memory byte and per dequantized weight) where it gives at
+// least kCoopEnoughGroups workgroups (one per SM of an H100 and more), l1 where two
+// stages of it do not fit; else 64 x 64 (m). QLINEAR_COOP_TILE forces one.
+constexpr int64_t kCoopEnoughGroups = 128;
+constexpr const CoopMmVariant& kCoopL = variant_named(kCoopMmVariants, "l");
+constexpr const CoopMmVariant& kCoopL1 = variant_named(kCoopMmVariants, "l1");
+constexpr const CoopMmVariant& kCoopM = variant_named(kCoopMmVariants, "m");
+
+const CoopMmVariant* coop_variant(ComputeGraph& g, int64_t rows, int64_t N, int64_t bits, std::string& shader) {
+  const Settings& s = g.settings();
+  const DeviceInfo& device = g.context().info();
+  const std::string base = coopmat_f16_base(device, s, "qlinear_coop");
+  if (s.qlinear_no_coopmat || base.empty() || rows < s.qlinear_coop_min_rows) return nullptr;
+  const auto shader_of = [&](const CoopMmVariant& v) {
+    return base + "_" + v.name + (bits == 4 ? "_b4" : "_b8");
+  };
+  const auto fits = [&](const CoopMmVariant& v) {
+    return v.shared_bytes(true) <= device.max_shared_memory && find_shader(shader_of(v)) != nullptr;
+  };
+  const CoopMmVariant* chosen = nullptr;
+  if (!s.qlinear_coop_tile.empty()) {
+    for (const CoopMmVariant& v : kCoopMmVariants) {
+      if (s.qlinear_coop_tile == v.name) chosen = &v;
+    }
+    if (chosen == nullptr || !fits(*chosen)) return nullptr;
+  } else {
+    const int64_t l_groups = ((N + kCoopL.tile_n() - 1) / kCoopL.tile_n()) * ((rows + kCoopL.tile_m() - 1) / kCoopL.tile_m());
+    for (const CoopMmVariant* v : {&kCoopL, &kCoopL1, &kCoopM}) {
+      if ((v == &kCoopM || l_groups >= kCoopEnoughGroups) && fits(*v)) {
+        chosen = v;
+        break;
+      }
+    }
+    if (chosen == nullptr) return nullptr;
+  }
+  shader = shader_of(*chosen);
+  return chosen;
+}
 
 // The rows kernels' local size: 64, at least one subgroup. H100, 2026-11-23, int4
 // 4096x4096 M=1, GPU us (shared-memory reduction / subgroupAdd): 32: 16.7 / 20.4,
@@ -175,7 +220,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     return M;
   };
   // Weight-only records every kernel; each update dispatches the one for the current rows.
-  enum class Kernel { Gemv, Rows, Tiled };
+  std::string coop_shader;
+  const CoopMmVariant* coop = dq8a ? nullptr : coop_variant(g, max_rows, N, bits, coop_shader);
+  const int64_t coop_min_rows = g.settings().qlinear_coop_min_rows;
+  enum class Kernel { Gemv, Rows, Tiled, Coop };
   auto update = [=](ComputeGraph& g, Node& node, Kernel kernel) {
     const int64_t M = rows_of(g);
     Sizes out_sizes = g.tensor(x).sizes;
@@ -190,7 +238,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     p.chunk_in_one_group = chunk_in_one_group, p.xq_stride = static_cast<int32_t>(xq_stride);
     p.group_words_log2 = group_words_log2;
     node.set_params(p);
-    const Kernel use = gemv && M == 1 ? Kernel::Gemv : dq8a || M <= kRows ? Kernel::Rows : Kernel::Tiled;
+    const Kernel use = gemv && M == 1          ? Kernel::Gemv
+                       : dq8a || M <= kRows     ? Kernel::Rows
+                       : coop && M >= coop_min_rows ? Kernel::Coop
+                                                : Kernel::Tiled;
     if (kernel != use || M == 0 || N == 0) {
       node.groups = {0, 0, 0};
     } else if (kernel == Kernel::Gemv) {
@@ -199,6 +250,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
       const int64_t row_groups = (M + kRows - 1) / kRows;
       if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * kRows) + " rows");
       node.groups = {static_cast<uint32_t>((N + kCols - 1) / kCols), static_cast<uint32_t>(row_groups), 1};
+    } else if (kernel == Kernel::Coop) {
+      const int64_t row_groups = (M + coop->tile_m() - 1) / coop->tile_m();
+      if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * coop->tile_m()) + " rows");
+      node.groups = {static_cast<uint32_t>((N + coop->tile_n() - 1) / coop->tile_n()), static_cast<uint32_t>(row_groups), 1};
     } else {
       if ((M + kTile - 1) / kTile > 65535) g.fail("more than " + std::to_string(65535 * kTile) + " rows");
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
@@ -226,6 +281,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   if (!dq8a) {
     g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,
                [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Tiled); });
+  }
+  if (coop != nullptr) {
+    g.add_node(g.current_op(), coop_shader, {coop->invocations(), 1, 1}, tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Coop); });
   }
 }
 
