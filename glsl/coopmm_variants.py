@@ -20,8 +20,9 @@ FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2")
 # 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
 # 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
 # one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles; w2, wt2,
-# l2, l64p2: w, wt, l1, l64 with PREFETCH=2; c2_l, c2_l64, c2_w: 128 x 128 (BK 32,
-# 64) and 128 x 256 on matmul_coop2.glsl.
+# l2, l64p2: w, wt, l1, l64 with PREFETCH=2; h: 128 x 64 in 4 warps of 64 x 32, one
+# buffer (16 KiB: three workgroups an SM), for products of too few 128 x 128 tiles;
+# c2_l, c2_l64, c2_w: 128 x 128 (BK 32, 64) and 128 x 256 on matmul_coop2.glsl.
 #          name      wm wn fm fn stages bk prefetch coop2
 TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
          ("lt",      4, 2, 2, 4, 2, 32, 1, False),
@@ -38,6 +39,7 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
          ("wt2",     4, 2, 4, 4, 1, 32, 2, False),
          ("l2",      2, 4, 4, 2, 1, 32, 2, False),
          ("l64p2",   2, 4, 4, 2, 1, 64, 2, False),
+         ("h",       2, 2, 4, 2, 1, 32, 1, False),
          ("c2_l",    2, 4, 4, 2, 0, 32, 1, True),
          ("c2_l64",  2, 4, 4, 2, 0, 64, 1, True),
          ("c2_w",    2, 4, 4, 4, 0, 32, 1, True)]
@@ -46,10 +48,11 @@ VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"
 
 # The tiles of the weight-only quantized linear (qlinear_coop.glsl, for each of 4-
-# and 8-bit weights): l where its 128 x 128 tiles fill the GPU, l64 (BK 64: 32
-# bytes of int4 words per weight row and stage), l1 where only 32 KiB of shared
-# memory fit, m (64 x 64) for products of few tiles.
-QLINEAR_TILES = ("l", "l64", "l1", "m")
+# and 8-bit weights): l64 (128 x 128, BK 64: 32 bytes of int4 words per weight row
+# and stage) where its tiles fill the GPU several times, l1 where l64's 36 KiB of
+# shared memory do not fit, h (128 x 64) for fewer tiles, m (64 x 64) for fewest; l
+# (two buffers) to compare.
+QLINEAR_TILES = ("l64", "l1", "h", "m", "l")
 QLINEAR_SHADERS = ("qlinear_coop", "qlinear_coop_emu")
 
 

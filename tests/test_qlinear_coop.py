@@ -1,7 +1,7 @@
 """The weight-only quantized linear on cooperative matrices (glsl/qlinear_coop.glslh),
 for many rows (prefill). Lavapipe has no cooperative matrices, so these run its
 emulated twin (COOPMAT_EMULATE: the same tiling, staging and dequantization, the
-matrix operations as loops), each tile that fits the device forced in turn, against
+matrix operations as loops), the tiles that fit lavapipe forced in turn, against
 eager PyTorch on the dequantized weight: rows that leave ragged tiles (33, 64, 129),
 N odd and past one tile (37, 250), K of a few groups (group sizes 32, 128, 4 and
 per-axis) and ragged K (not a multiple of 8 or of 4), int4 and int8, with and without
@@ -35,14 +35,15 @@ def assert_float32_path(out, ref):
     assert relative_error(out, ref) < HALF_ROUNDING_SEEN
     torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
 
-# (id, K, N, bits, group size (None: per axis), zero points, bias, input sizes)
+# (id, K, N, bits, group size (None: per axis), zero points, bias, input sizes, tile forced:
+# each tile that fits lavapipe's 32 KiB with both bit widths)
 CASES = [
-    ("int4_g32_asym_bias_m33", 128, 37, 4, 32, True, True, (33, 128)),
-    ("int4_g128_m64_n250", 256, 250, 4, 128, False, False, (64, 256)),
-    ("int8_g32_bias_m129", 96, 37, 8, 32, False, True, (129, 96)),
-    ("int8_g128_asym_rank3", 256, 40, 8, 128, True, False, (2, 33, 256)),
-    ("int8_g4_asym_k44_m40", 44, 19, 8, 4, True, True, (40, 44)),  # K % 8 = 4: a half chunk
-    ("int4_axis_k45_m33", 45, 37, 4, None, True, True, (33, 45)),   # K % 4 != 0: scalar x loads
+    ("int4_g32_asym_bias_m33", 128, 37, 4, 32, True, True, (33, 128), "h"),
+    ("int4_g128_m64_n250", 256, 250, 4, 128, False, False, (64, 256), "l1"),
+    ("int8_g32_bias_m129", 96, 37, 8, 32, False, True, (129, 96), "m"),
+    ("int8_g128_asym_rank3", 256, 40, 8, 128, True, False, (2, 33, 256), "h"),
+    ("int8_g4_asym_k44_m40", 44, 19, 8, 4, True, True, (40, 44), "l1"),  # K % 8 = 4: a half chunk
+    ("int4_axis_k45_m33", 45, 37, 4, None, True, True, (33, 45), "m"),   # K % 4 != 0: scalar x loads
 ]
 
 TILES = variant_table("coopmm_variants")
@@ -63,7 +64,7 @@ def fused(k, n, bits, group, asym, bias):
 
 
 def run_case(case, **settings):
-    _, k, n, bits, group, asym, bias, sizes = case
+    _, k, n, bits, group, asym, bias, sizes, _ = case
     module = fused(k, n, bits, group, asym, bias)
     torch.manual_seed(7)
     x = torch.randn(sizes) * 2.0
@@ -74,10 +75,11 @@ def run_case(case, **settings):
     return run, ref
 
 
-@pytest.mark.parametrize("tile", TILES.QLINEAR_TILES)
-@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=pytest.mark.xdist_group(f"qlinear_coop-{c[0]}"))
+@pytest.mark.parametrize("case", [pytest.param(c, id=f"{c[0]}-{c[-1]}",
+                                               marks=pytest.mark.xdist_group(f"qlinear_coop-{c[0]}"))
                                   for c in CASES])
-def test_emulated_coop_kernel_matches_eager(case, tile):
+def test_emulated_coop_kernel_matches_eager(case):
+    tile = case[-1]
     smem = rt.device_info()["max_shared_memory"]
     if shared_bytes(tile) > smem:
         pytest.skip(f"tile {tile} needs more shared memory than this device's {smem} bytes")
@@ -113,14 +115,15 @@ def test_choice_by_rows_and_switches():
         assert_float32_path(run.outputs[0], ref)
 
 
-def test_large_products_take_the_large_tile():
-    """128 tiles of 128 x 128 (1024 rows, 2048 columns; loaded, not run): l, or l1 where
-    l's two shared buffers do not fit (lavapipe's 32 KiB)."""
-    module = fused(64, 2048, 4, 32, False, False)
-    x = torch.randn(1024, 64)
-    em = lower_once(("qlinear_coop", "large"), module, (x,))
+@pytest.mark.parametrize("rows, n, tiles", [(2048, 4096, ("l64", "l1")), (512, 2048, ("h",)), (512, 256, ("m",))])
+def test_tile_by_workgroups(rows, n, tiles):
+    """Loaded, not run: 512 tiles of 128 x 128 take l64 (l1 where its shared memory does
+    not fit: lavapipe's 32 KiB); a 512-token prompt's 2048 columns (128 tiles of
+    128 x 64) h; 256 columns m."""
+    module = fused(64, n, 4, 32, False, False)
+    em = lower_once(("qlinear_coop", rows, n), module, (torch.randn(rows, 64),))
     smem = rt.device_info()["max_shared_memory"]
-    tile = "l" if shared_bytes("l") <= smem else "l1"
+    tile = next(t for t in tiles if shared_bytes(t) <= smem)
     assert f"qlinear_coop_emu_{tile}_b4" in chosen_shaders(em, COOPMAT_EMULATE=True)
     assert "qlinear_coop_emu_m_b4" in chosen_shaders(em, COOPMAT_EMULATE=True, QLINEAR_COOP_TILE="m")
 
@@ -142,3 +145,4 @@ def test_rows_change_between_executes():
             assert_half_path(out, ref)
         else:
             assert_float32_path(out, ref)
+

@@ -34,13 +34,18 @@ constexpr int64_t kTile = 32;
 // qlinear_coop.glsl's tile (coopmm_variants.py's QLINEAR_TILES) for a product of up to
 // `rows` rows (the planned size), or null for qlinear_tiled.glsl: a device with
 // 16x16x16 f16 matrices (or COOPMAT_EMULATE), not QLINEAR_NO_COOPMAT, the tile's
-// shared memory within the device's. The largest tile (128 x 128: the most
-// multiply-adds per shared-memory byte and per dequantized weight) where it gives at
-// least kCoopEnoughGroups workgroups (one per SM of an H100 and more), l1 where two
-// stages of it do not fit; else 64 x 64 (m). QLINEAR_COOP_TILE forces one.
-constexpr int64_t kCoopEnoughGroups = 128;
-constexpr const CoopMmVariant& kCoopL = variant_named(kCoopMmVariants, "l");
+// shared memory within the device's. The fp16 matmul's kernels on the H100
+// (benchmarks/results/coopmm_ceiling_h100.md, 4096^3: l64 155 TF/s at one workgroup an
+// SM, h 138 at three, m 79 at four; staging-bound, as this kernel is) make the rule:
+// l64 (l1 where its shared memory does not fit) from kCoopL64FromGroups tiles (several
+// waves, so the last one's idle SMs cost little), else h from kCoopHFromGroups (a
+// 512-token prompt's 2048- and 5632-column linears: 128 and 352 workgroups, one wave),
+// else m (the most workgroups). QLINEAR_COOP_TILE forces one.
+constexpr int64_t kCoopL64FromGroups = 512;
+constexpr int64_t kCoopHFromGroups = 64;
+constexpr const CoopMmVariant& kCoopL64 = variant_named(kCoopMmVariants, "l64");
 constexpr const CoopMmVariant& kCoopL1 = variant_named(kCoopMmVariants, "l1");
+constexpr const CoopMmVariant& kCoopH = variant_named(kCoopMmVariants, "h");
 constexpr const CoopMmVariant& kCoopM = variant_named(kCoopMmVariants, "m");
 
 const CoopMmVariant* coop_variant(ComputeGraph& g, int64_t rows, int64_t N, int64_t bits, std::string& shader) {
@@ -61,9 +66,13 @@ const CoopMmVariant* coop_variant(ComputeGraph& g, int64_t rows, int64_t N, int6
     }
     if (chosen == nullptr || !fits(*chosen)) return nullptr;
   } else {
-    const int64_t l_groups = ((N + kCoopL.tile_n() - 1) / kCoopL.tile_n()) * ((rows + kCoopL.tile_m() - 1) / kCoopL.tile_m());
-    for (const CoopMmVariant* v : {&kCoopL, &kCoopL1, &kCoopM}) {
-      if ((v == &kCoopM || l_groups >= kCoopEnoughGroups) && fits(*v)) {
+    const auto groups = [&](const CoopMmVariant& v) {
+      return ((N + v.tile_n() - 1) / v.tile_n()) * ((rows + v.tile_m() - 1) / v.tile_m());
+    };
+    const bool large = groups(kCoopL64) >= kCoopL64FromGroups, medium = groups(kCoopH) >= kCoopHFromGroups;
+    for (const CoopMmVariant* v : {&kCoopL64, &kCoopL1, &kCoopH, &kCoopM}) {
+      const bool wanted = v == &kCoopM || (v == &kCoopH ? medium : large);
+      if (wanted && fits(*v)) {
         chosen = v;
         break;
       }
