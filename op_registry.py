@@ -1087,7 +1087,10 @@ def _torchao_entries() -> List[OpEntry]:
 _QLINEAR_ENTRIES = _torchao_entries() + [
     OpEntry("vkd_linear_qw", (exir_ops.edge.et_vk.vkd_linear_qw.default,),
             "Weight-only quantized linear: x [..., K] float32 times dequantized weight [N, K], optional bias. "
-            + _QSCHEMES + " A GEMV kernel for M <= 4 rows, a tiled one above.",
+            + _QSCHEMES + " A GEMV kernel for M <= 4 rows, a tiled one above; from 32 rows "
+            "(VKDELEGATE_QLINEAR_COOP_MIN_ROWS), on devices with cooperative matrices, a tensor-core kernel "
+            "that rounds x and the dequantized weight to float16 (relative error ~1e-3, and |x| above 65504 "
+            "overflows; VKDELEGATE_QLINEAR_NO_COOPMAT=1 keeps the float32 kernel).",
             dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
     OpEntry("vkd_linear_dq8a_qw", (exir_ops.edge.et_vk.vkd_linear_dq8a_qw.default,),
             "Dynamic int8 activations (asymmetric, per token, quantized on the GPU inside the op) times "

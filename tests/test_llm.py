@@ -310,3 +310,19 @@ def test_cpp_runner_generation_loop_gives_eager_tokens(tmp_path, tokenizer_json,
     r = runner("--prompt-tokens", str(MAX_SEQ_LEN - 6), "--generate", "7")
     assert r.returncode == 1 and f"need {MAX_SEQ_LEN + 1} positions" in r.stderr and f"holds {MAX_SEQ_LEN}" in r.stderr
 
+
+def test_int4_prefill_takes_the_coop_kernel(programs):
+    """A 40-token prompt: the int4 linears (40 rows) take the emulated cooperative-matrix
+    kernel (qlinear_coop.glsl rounds x and the dequantized weights to half), and the
+    logits agree with eager on the same dequantized weights within that rounding."""
+    pte, eager = programs("int4")
+    with rt.overrides(COOPMAT_EMULATE=True):
+        method = Runtime.get().load_program(pte).load_method("forward")
+    assert any(s.startswith("qlinear_coop_emu_") for s in rt.loaded_shaders()[-1]), rt.loaded_shaders()[-1]
+    vocab = eager.output.weight.shape[0]
+    prompt = torch.randint(3, vocab, (40,), generator=torch.Generator().manual_seed(40)).tolist()
+    eager.reset_cache()
+    expected = eager_step(eager, prompt, 0)
+    actual = method.execute([torch.tensor([prompt]), torch.arange(40)])[0]
+    assert int(actual[0, -1].argmax()) == int(expected[0, -1].argmax())
+    assert 1e-5 < relative_error(actual, expected) <= 1e-2  # the half rounding shows: the coop kernel ran
