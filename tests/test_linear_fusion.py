@@ -1,0 +1,106 @@
+"""backends/linear_fusion.py on the LLM graph: a decode layer's linears in 4 fused ops
+(et_vk.vkd_linear_qw_fused), the final norm and output linear in one, fewer dispatches per
+decode layer, and the same logits as eager. The op itself: its registry samples (test_ops.py)."""
+import collections
+
+import pytest
+import torch
+from executorch.exir import to_edge_transform_and_lower
+from executorch.runtime import Runtime
+
+import vkdelegate.runtime as rt
+from vkdelegate.backends import passes
+from vkdelegate.examples import llm
+from vkdelegate.partitioner import VulkanPartitioner
+from vkdelegate.serialization.blob import deserialize_blob
+
+from helpers import lowered_modules
+
+pytestmark = pytest.mark.xdist_group("linear_fusion")
+
+MAX_SEQ_LEN = 32
+FUSED = "et_vk.vkd_linear_qw_fused.default"
+
+
+def _lower(layers: int, fuse: bool):
+    model = llm.build_model("tiny", MAX_SEQ_LEN, seed=5)
+    model.layers = model.layers[:layers]
+    quantized = llm.quantize(model, "int4")
+    seq = torch.export.Dim("seq", min=1, max=MAX_SEQ_LEN)
+    example = (torch.zeros(1, 2, dtype=torch.long), torch.arange(2))
+    with torch.no_grad():
+        ep = torch.export.export(quantized, example, dynamic_shapes=({1: seq}, {0: seq}))
+    saved = list(passes.PASSES)
+    if not fuse:
+        passes.PASSES.remove(passes.fuse_linears)
+    try:
+        edge = to_edge_transform_and_lower(ep, partitioner=[VulkanPartitioner()])
+    finally:
+        passes.PASSES[:] = saved
+    return quantized, edge
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    """{(layers, fused): (quantized eager model, edge program manager)}, each lowered once."""
+    cache = {}
+
+    def get(layers: int, fuse: bool = True):
+        if (layers, fuse) not in cache:
+            cache[(layers, fuse)] = _lower(layers, fuse)
+        return cache[(layers, fuse)]
+
+    return get
+
+
+def _op_counts(edge) -> collections.Counter:
+    (module,) = lowered_modules(edge)
+    return collections.Counter(call.name for call in deserialize_blob(module.processed_bytes).chain)
+
+
+def _decode_dispatches(edge, tmp_path) -> int:
+    path = tmp_path / "model.pte"
+    path.write_bytes(edge.to_executorch().buffer)
+    method = Runtime.get().load_program(str(path)).load_method("forward")
+    method.execute([torch.tensor([[5, 6, 7]]), torch.arange(3)])
+    method.execute([torch.tensor([[8]]), torch.tensor([3])])
+    return rt.loaded_execute_stats()[-1]["dispatches"]
+
+
+def test_a_layer_is_four_fused_ops(lowered):
+    """[norm + q/k/v] [wo + residual] [norm + w1/w3 + silu * mul] [w2 + residual] per layer, and
+    [norm + output]: nothing of them left as its own op."""
+    counts = _op_counts(lowered(1)[1])
+    assert counts[FUSED] == 4 + 1
+    for gone in ("et_vk.vkd_linear_qw.default", "aten.rms_norm.default", "aten.silu.default",
+                 "aten.mul.Tensor", "aten.add.Tensor"):
+        assert counts[gone] == 0, gone
+
+
+def test_decode_dispatches(lowered, tmp_path):
+    """A decode step's linears, norms, silu, mul and adds: 13 dispatches per layer become 4, and
+    the final norm and output linear 1."""
+    (tmp_path / "fused").mkdir()
+    (tmp_path / "unfused").mkdir()
+    fused = _decode_dispatches(lowered(1)[1], tmp_path / "fused")
+    unfused = _decode_dispatches(lowered(1, fuse=False)[1], tmp_path / "unfused")
+    assert unfused - fused == (13 - 4) + (2 - 1)
+
+
+@pytest.mark.parametrize("length", [1, 5])
+def test_logits_match_eager(lowered, tmp_path, length):
+    """Prefill of `length` tokens (the unfused kernels where more than one row), then two decode
+    steps (the fused kernel), against eager on the same dequantized weights."""
+    model, edge = lowered(1)
+    path = tmp_path / "model.pte"
+    path.write_bytes(edge.to_executorch().buffer)
+    method = Runtime.get().load_program(str(path)).load_method("forward")
+    model.reset_cache()
+    tokens, position = list(range(3, 3 + length)), 0
+    for _ in range(3):
+        with torch.no_grad():
+            expected = model(torch.tensor([tokens]), torch.arange(position, position + len(tokens)))
+        actual = method.execute([torch.tensor([tokens]), torch.arange(position, position + len(tokens))])[0]
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+        position += len(tokens)
+        tokens = [int(expected[0, -1].argmax())]
