@@ -55,14 +55,14 @@ def _linears_of(x: Node) -> Dict[tuple, List[Node]]:
 
 
 def _silu_mul(a: Node, linears: List[Node]) -> Optional[tuple]:
-    """(b, mul) if silu(a) * b with b among linears (a, b, silu used only there)."""
+    """(b, mul) if silu(a) * b (or b * silu(a)) with b among linears (a, b, silu used only there)."""
     silu = _only_user(a)
     if silu is None or silu.target is not _SILU:
         return None
     mul = _only_user(silu)
-    if mul is None or mul.target is not _MUL or len(mul.args) != 2 or mul.args[0] is not silu:
+    if mul is None or mul.target is not _MUL or len(mul.args) != 2 or silu not in mul.args:
         return None
-    b = mul.args[1]
+    b = mul.args[1] if mul.args[0] is silu else mul.args[0]
     if b is a or b not in linears or _only_user(b) is not mul or _sizes(a) != _sizes(b):
         return None
     return b, mul

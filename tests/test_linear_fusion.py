@@ -14,7 +14,8 @@ from vkdelegate.examples import llm
 from vkdelegate.partitioner import VulkanPartitioner
 from vkdelegate.serialization.blob import deserialize_blob
 
-from helpers import lowered_modules
+from helpers import TOLERANCES, lower, lowered_modules
+import torchao_samples
 
 pytestmark = pytest.mark.xdist_group("linear_fusion")
 
@@ -104,3 +105,28 @@ def test_logits_match_eager(lowered, tmp_path, length):
         torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
         position += len(tokens)
         tokens = [int(expected[0, -1].argmax())]
+
+
+ONE_ROW_CASES = ("qkv_norm_int4_k64_g16_n37_5_5_m1", "pair_silu_norm_int4_k96_g32_n37_m1",
+                 "all_int8_asym_bias_k39_per_row_m1", "residual_int4_k64_g32_n37_m1")
+
+
+@pytest.mark.parametrize("case_id", ONE_ROW_CASES)
+def test_one_row_is_one_dispatch(case_id):
+    """At one row the op is qlinear_gemv_fused.glsl alone; with QLINEAR_NO_GEMV its parts
+    (rms_norm, the rows kernel per weight, the epilogue) run instead, to the same result."""
+    module, inputs = next(case[1:] for case in torchao_samples.fused_linears_cases() if case[0] == case_id)
+    pte = lower(module, inputs).to_executorch().buffer
+    with torch.no_grad():
+        expected = module(*inputs)
+    dispatches = {}
+    for no_gemv in (False, True):
+        with rt.overrides(QLINEAR_NO_GEMV=no_gemv):
+            method = Runtime.get().load_program(pte).load_method("forward")
+        outputs = method.execute(list(inputs))
+        dispatches[no_gemv] = rt.loaded_execute_stats()[-1]["dispatches"]
+        assert len(outputs) == len(expected)
+        for out, ref in zip(outputs, expected):
+            torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
+    assert dispatches[False] == 1
+    assert dispatches[True] > 1

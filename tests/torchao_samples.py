@@ -119,6 +119,7 @@ def fused_linears_cases() -> List[Tuple[str, torch.nn.Module, Tuple[torch.Tensor
         ("all_int8_asym_bias_k39_per_row_m1", 39, (11, 11), 8, 39, True, True, True, False, True, True, (1, 39)),
         ("all_int8_asym_bias_k39_per_row_m3", 39, (11, 11), 8, 39, True, True, True, False, True, True, (3, 39)),
         ("two_int8_k36_g12_n5_11_m1", 36, (5, 11), 8, 12, False, True, False, False, False, False, (1, 36)),
+        ("pair_silu_int8_k36_g12_n5_m3", 36, (5, 5), 8, 12, False, False, False, False, True, False, (3, 36)),
         ("three_norm_int4_k40_g8_bias_m1", 40, (3, 200, 9), 4, 8, True, True, True, False, False, False, (1, 40)),
         ("three_norm_int4_k40_g8_bias_m3", 40, (3, 200, 9), 4, 8, True, True, True, False, False, False, (3, 40)),
     ):
