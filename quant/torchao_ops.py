@@ -134,8 +134,19 @@ embedding_qw = define(
 )
 
 
+def _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual):
+    count = len(packed_weights)
+    if not 1 <= count <= 3 or not count == len(scales) == len(zeros) == len(biases):
+        raise ValueError("vkd_linear_qw_fused: 1 to 3 weights, each with its scales, zero points and bias")
+    if silu_mul and (count != 2 or packed_weights[0].shape[0] != packed_weights[1].shape[0]):
+        raise ValueError("vkd_linear_qw_fused: silu_mul takes two weights of one N")
+    if residual is not None and not silu_mul and count != 1:
+        raise ValueError("vkd_linear_qw_fused: a residual needs one output (one weight, or silu_mul)")
+
+
 def _linear_qw_fused(x, packed_weights, scales, zeros, biases, bits, group_size, norm_shape, norm_weight, norm_eps,
                      silu_mul, residual):
+    _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual)
     if norm_shape:
         x = F.rms_norm(x, list(norm_shape), norm_weight, norm_eps)
     outs = [_linear_qw(x, *parts, bits, group_size) for parts in zip(packed_weights, scales, zeros, biases)]
@@ -148,6 +159,7 @@ def _linear_qw_fused(x, packed_weights, scales, zeros, biases, bits, group_size,
 
 def _linear_qw_fused_fake(x, packed_weights, scales, zeros, biases, bits, group_size, norm_shape, norm_weight,
                           norm_eps, silu_mul, residual):
+    _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual)
     count = 1 if silu_mul else len(packed_weights)
     return [x.new_empty(tuple(x.shape[:-1]) + (packed.shape[0],)) for packed in packed_weights[:count]]
 

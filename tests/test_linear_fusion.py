@@ -130,3 +130,18 @@ def test_one_row_is_one_dispatch(case_id):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
     assert dispatches[False] == 1
     assert dispatches[True] > 1
+
+
+def test_bad_calls_are_clear_errors():
+    """A residual with several outputs, silu_mul of weights of different N: refused by the op
+    itself (eager and export), not lowered into something else."""
+    k, bits, group = 32, 4, 32
+    w5, w7 = (torchao_samples.random_quantized_weight(n, k, bits, group, False) for n in (5, 7))
+    x = torch.randn(1, k)
+    parts = lambda *ws: ([w[0] for w in ws], [w[1] for w in ws], [None] * len(ws), [None] * len(ws))
+    with pytest.raises(ValueError, match="a residual needs one output"):
+        torch.ops.et_vk.vkd_linear_qw_fused(x, *parts(w5, w5), bits, group, [], None, 1e-5, False, torch.randn(1, 5))
+    with pytest.raises(ValueError, match="silu_mul takes two weights of one N"):
+        torch.ops.et_vk.vkd_linear_qw_fused(x, *parts(w5, w7), bits, group, [], None, 1e-5, True, None)
+    with pytest.raises(ValueError, match="1 to 3 weights"):
+        torch.ops.et_vk.vkd_linear_qw_fused(x, *parts(w5, w5, w5, w5), bits, group, [], None, 1e-5, False, None)
