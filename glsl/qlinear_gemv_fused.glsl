@@ -63,6 +63,7 @@ layout(set = 0, binding = 18) uniform Params {
   int N0, N1, N2;
   int wg_start1;  // the first workgroup of weight 1 (not PAIR)
   int wg_start2;  // of weight 2
+  int total_groups;  // the dispatch's x and y may hold a few more (a 1-D dispatch spilled into y)
   float eps;
 } p;
 
@@ -98,7 +99,8 @@ void load_x(int w, out float xv[PER], inout float sumsq) {
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
   const int wg = int(gl_WorkGroupSize.x);
-  const int group_id = int(gl_WorkGroupID.x);
+  const int group_id = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x);
+  if (group_id >= p.total_groups) return;  // uniform across the workgroup: before any barrier
   const int words = p.words_per_row;
   // This workgroup's weight (not PAIR) and first column.
 #if PAIR

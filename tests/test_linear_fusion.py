@@ -145,3 +145,17 @@ def test_bad_calls_are_clear_errors():
         torch.ops.et_vk.vkd_linear_qw_fused(x, *parts(w5, w7), bits, group, [], None, 1e-5, True, None)
     with pytest.raises(ValueError, match="1 to 3 weights"):
         torch.ops.et_vk.vkd_linear_qw_fused(x, *parts(w5, w5, w5, w5), bits, group, [], None, 1e-5, False, None)
+
+
+def test_columns_past_65535_workgroups():
+    """More than 65535 workgroups of 4 columns (a 262k vocabulary's output linear): the fused
+    kernel's dispatch spills into y."""
+    n, k = 4 * 65535 + 5, 8
+    packed, scales, _ = torchao_samples.random_quantized_weight(n, k, 4, k, False)
+    module = torchao_samples.FusedLinearsCall([(packed, scales, None, None)], 4, k, norm=True)
+    inputs = (torch.randn(1, k),)
+    method = Runtime.get().load_program(lower(module, inputs).to_executorch().buffer).load_method("forward")
+    outputs = method.execute(list(inputs))
+    assert rt.loaded_execute_stats()[-1]["dispatches"] == 1
+    with torch.no_grad():
+        torch.testing.assert_close(outputs[0], module(*inputs)[0], **TOLERANCES["matmul"])

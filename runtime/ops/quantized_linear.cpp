@@ -356,9 +356,12 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   };
   std::vector<int64_t> wg_counts(3, 0);
   for (size_t j = 0; j < (silu_mul ? 1 : count); ++j) wg_counts[j] = (N[j] + kFusedCols - 1) / kFusedCols;
-  if (wg_counts[0] + wg_counts[1] + wg_counts[2] > 65535 || N[0] * words_per_row > INT32_MAX ||
-      N[count - 1] * words_per_row > INT32_MAX || (count > 1 && N[1] * words_per_row > INT32_MAX)) {
-    g.fail("too many columns for one dispatch: " + std::to_string(N[0] + (count > 1 ? N[1] : 0) + (count > 2 ? N[2] : 0)));
+  const int64_t total_groups = wg_counts[0] + wg_counts[1] + wg_counts[2];
+  for (size_t j = 0; j < count; ++j) {
+    // The shader indexes with int32.
+    if (N[j] * std::max<int64_t>(words_per_row, groups) > INT32_MAX) {
+      g.fail("too large for 32-bit indexing: " + std::to_string(N[j]) + " columns of " + std::to_string(K));
+    }
   }
   g.add_node(g.current_op(), shader, gemv_local(g), tensors, [=](ComputeGraph& g, Node& node) {
     set_out_sizes(g);
@@ -373,9 +376,13 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
     p.N2 = count > 2 ? static_cast<int32_t>(N[2]) : 0;
     p.wg_start1 = static_cast<int32_t>(wg_counts[0]), p.wg_start2 = static_cast<int32_t>(wg_counts[0] + wg_counts[1]);
     p.eps = eps;
+    p.total_groups = static_cast<int32_t>(total_groups);
     node.set_params(p);
-    const int64_t total = wg_counts[0] + wg_counts[1] + wg_counts[2];
-    node.groups = {fused_runs(g) && total > 0 && K > 0 ? static_cast<uint32_t>(total) : 0u, 1, 1};
+    if (fused_runs(g) && K > 0) {
+      node.set_groups_1d(total_groups, 1);  // past 65535 workgroups in y too
+    } else {
+      node.groups = {0, 0, 0};
+    }
   });
 
   // More rows: the parts as their ops record them, quiet while the fused kernel runs.
