@@ -411,11 +411,10 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   const VkDeviceSize align = std::max<VkDeviceSize>(g.context().info().min_storage_offset_alignment, 16);
   const VkDeviceSize b_offset = has_norm ? (numel_of(x_max) * 4 + align - 1) / align * align : 0;
   const VkDeviceSize b_bytes = static_cast<VkDeviceSize>(numel_of(b_max)) * 4;
+  const bool b_window = has_norm && silu_mul && b_bytes > 0;
   int xn = -1, b = -1;
-  if (has_norm || silu_mul) {
-    g.add_scratch_tensor(DType::Float32, {static_cast<int64_t>((b_offset + (silu_mul ? b_bytes : 0)) / 4) +
-                                          (has_norm ? 0 : 1)});
-  }
+  // The scratch storage is as large as its largest tensor: one that spans both.
+  if (b_window) g.add_scratch_tensor(DType::Float32, {static_cast<int64_t>((b_offset + b_bytes) / 4)});
   if (has_norm) xn = g.add_scratch_tensor(DType::Float32, x_max);
   if (silu_mul) b = g.add_scratch_tensor(DType::Float32, b_max);
   const int input = has_norm ? xn : x;
@@ -424,7 +423,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
     const bool to_b = silu_mul && j == 1;
     record("et_vk.vkd_linear_qw.default",
            {input, packed[j], scales[j], zeros_ids[j], bias_ids[j], bits_id, group_id, to_b ? b : outs[j]},
-           to_b && b_offset > 0 ? 0 : -1, b_offset, b_bytes);
+           to_b && b_window ? 0 : -1, b_offset, b_bytes);
   }
   if (silu_mul || residual >= 0) {
     const int out = outs[0];
@@ -440,9 +439,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
                                 node.set_groups_1d(numel, kLocal1D[0]);
                               }
                             });
-    if (silu_mul && b_offset > 0) {
-      node.set_window(1, b_offset, b_bytes);
-    }
+    if (b_window) node.set_window(1, b_offset, b_bytes);
   }
 }
 }  // namespace
