@@ -94,7 +94,8 @@ def main():
     libdir = os.path.join(list(executorch.__path__)[0], "lib")
     for lib in LIBS:
         shutil.copy2(os.path.join(libdir, lib), args.out)
-    for name in ("bench_gpu.py", "bench_checks.py", "cases.py", "run_gpu.sh", "soak.py"):
+    sweeps = tuple(sorted(n for n in os.listdir(HERE) if n.startswith("sweep_") and n.endswith(".sh")))
+    for name in ("bench_gpu.py", "bench_checks.py", "cases.py", "run_gpu.sh", "gpu_vulkan.sh", "soak.py") + sweeps:
         shutil.copy2(os.path.join(HERE, name), args.out)
     shutil.copytree(os.path.join(ROOT, "examples", "models"), os.path.join(args.out, "models"),
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -3,23 +3,11 @@
 #   bash benchmarks/bundle/run_gpu.sh "$OUT"
 #   bash benchmarks/bundle/run_gpu.sh "$OUT" soak [soak.py's options]   (the memory soak instead)
 #   bash benchmarks/bundle_decode/run_gpu.sh "$OUT" llm   (LLM decode: make_llm_bundle.py's bundle)
-# Sets up Vulkan (loader from .gl2, tools and validation layer from .gltools),
+# Sets up Vulkan (gpu_vulkan.sh: the loader from .gl2, tools and validation layer from .gltools),
 # then times vkdelegate (the C++ runner) and PyTorch CUDA on the same GPU.
 set -euo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR}
-root=$(pwd)
-for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
-ldconfig
-tools=/tmp/vktools
-mkdir -p "$tools"
-# Optional (leave .gltools out of carry when a large bundle needs the room).
-if [ -d "$root/.gltools" ]; then
-  for f in "$root"/.gltools/*.deb; do dpkg -x "$f" "$tools"; done
-fi
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export VK_LAYER_PATH=$tools/usr/share/vulkan/explicit_layer.d
-export LD_LIBRARY_PATH=$tools/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 # make_bundle.py --compress: unpack what travelled xz-compressed.
 python3 - <<'PY'

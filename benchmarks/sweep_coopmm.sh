@@ -11,11 +11,7 @@ out=${1:?usage: sweep_coopmm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
 [ ${#configs[@]} -eq 0 ] && configs=(w:8 l64:8 c2_l:8 c2_l:0 c2_l64:8 c2_w:8)
-root=$(pwd)
-for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 python3 - <<'PY'
 import glob, lzma, os, shutil

@@ -10,11 +10,7 @@ out=${1:?usage: sweep_fp32mm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
 [ ${#configs[@]} -eq 0 ] && configs=(16,16,8:0:8 16,16,8:1:0 16,16,8:1:8 16,16,16:1:8)
-root=$(pwd)
-for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 mkdir -p "$out"
 python3 bench_gpu.py --out "$out" 2>&1 | grep -v '^|' | tail -n 20

@@ -14,11 +14,7 @@
 # representations of the 8192x28672 product's kernels land in OUT/gemv_ir.
 set -uo pipefail
 out=${1:?usage: sweep_gemv.sh OUT}
-root=$(pwd)
-for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 mkdir -p "$out"
 one() {  # pte label env-list (+-separated, or "-")

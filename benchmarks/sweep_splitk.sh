@@ -9,11 +9,7 @@
 # SWEEP="pte:label:ENV=V+ENV=V ..." replaces the built-in list.
 set -uo pipefail
 out=${1:?usage: sweep_splitk.sh OUT}
-root=$(pwd)
-for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 mkdir -p "$out"
 work() {

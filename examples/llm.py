@@ -6,11 +6,12 @@ generate with ExecuTorch's own runner (TextLLMRunner), which runs our delegate.
     python examples/llm.py generate --model llama.pte --tokenizer tokenizer.json --prompt "Once upon a time" \\
         --max-new-tokens 128
 
-The .pte has `forward(tokens [1, T] int64, input_pos [T] int64) -> logits [1, T, vocab]`
-(T from 1 to --max-seq-len: one program for prefill and decode) and the metadata methods
-the runner reads (get_max_seq_len, get_max_context_len, use_kv_cache, enable_dynamic_shape,
-get_bos_id, get_eos_ids, get_vocab_size, use_sdpa_with_kv_cache). The KV cache is state
-inside the delegate: updated in place on the GPU each step, never copied to the host.
+The .pte has `forward(tokens [1, T] int64, input_pos [T] int64) -> logits [1, 1, vocab]`, the last
+position's (`--full-logits`: [1, T, vocab]), T from 1 to --max-seq-len: one program for prefill and
+decode. It also has the metadata methods the runner reads (get_max_seq_len, get_max_context_len,
+use_kv_cache, enable_dynamic_shape, get_bos_id, get_eos_ids, get_vocab_size, use_sdpa_with_kv_cache).
+The KV cache is state inside the delegate: updated in place on the GPU each step, never copied to
+the host.
 """
 import argparse
 import json
@@ -34,14 +35,16 @@ QUANTS = ("none", "fp16", "int4", "8da4w")
 GROUP_SIZE = 32
 
 
-def build_model(config: str, max_seq_len: int, seed: int = 0, vocab: Optional[int] = None) -> Llama:
-    """The Llama of a named config with a KV cache for max_seq_len positions, random seeded weights."""
+def build_model(config: str, max_seq_len: int, seed: int = 0, vocab: Optional[int] = None,
+                full_logits: bool = False) -> Llama:
+    """The Llama of a named config with a KV cache for max_seq_len positions, random seeded weights;
+    it returns the last position's logits unless full_logits."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}; known: {', '.join(CONFIGS)}")
     shape = dict(CONFIGS[config])
     if vocab is not None:
         shape["vocab"] = vocab
-    return Llama(**shape, max_seq_len=max_seq_len, seed=seed, kv_cache=True).eval()
+    return Llama(**shape, max_seq_len=max_seq_len, seed=seed, kv_cache=True, full_logits=full_logits).eval()
 
 
 def quantize(model: torch.nn.Module, quant: str) -> torch.nn.Module:
@@ -116,8 +119,9 @@ def _export(args) -> None:
             raise SystemExit(f"--quant {args.quant}: a .gguf file's weights are already quantized (none or fp16 only)")
         tokenizer_dir = os.path.splitext(args.out)[0] + "_tokenizer"
         model, bos_id, eos_ids = load_gguf(args.gguf, args.max_seq_len, tokenizer_dir)
+        model.full_logits = args.full_logits
     else:
-        model = build_model(args.config, args.max_seq_len, args.seed)
+        model = build_model(args.config, args.max_seq_len, args.seed, full_logits=args.full_logits)
     t0 = time.perf_counter()
     program = export_llm(model, args.quant, bos_id, eos_ids)
     with open(args.out, "wb") as f:
@@ -183,6 +187,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     export.add_argument("--quant", default="none", choices=QUANTS)
     export.add_argument("--max-seq-len", type=int, default=128)
     export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--full-logits", action="store_true",
+                        help="return every position's logits [1, T, vocab] (default: the last position's, [1, 1, vocab])")
     export.add_argument("--bos-id", type=int, default=1, help="with --config (default: 1)")
     export.add_argument("--eos-id", type=int, action="append", help="with --config; repeatable (default: 2)")
     export.add_argument("--out", required=True)

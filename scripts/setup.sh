@@ -3,7 +3,8 @@
 # (editable install of this checkout). Safe to run again: it skips what is there.
 #   PYTHON=python3.11 bash scripts/setup.sh   picks the interpreter
 #   bash scripts/setup.sh --tests              also what the tests need (scripts/test.sh):
-#                                              clang-14 and the sanitizer build (build/sanitize)
+#                                              clang-14 and the sanitizer build (build/sanitize),
+#                                              the ARM64 build and qemu (scripts/cross_arm64.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -24,9 +25,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Vulkan loader and headers, lavapipe (Vulkan on the CPU), the validation layer,
-# the shader compiler, flatbuffers and zlib (the blob's checksum).
+# the shader compiler, flatbuffers, zlib (the blob's checksum) and RE2 (the runner's tokenizer).
 APT_PACKAGES="mesa-vulkan-drivers libvulkan-dev glslc spirv-tools vulkan-tools
-  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev zlib1g-dev ninja-build g++"
+  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev zlib1g-dev ninja-build g++ libre2-dev"
 missing=""
 for p in $APT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -60,6 +61,12 @@ fi
 
 phase_done "glslc"
 
+# The tokenizer sources for vkdelegate_runner --tokenizer (CMakeLists.txt builds them when there).
+if ! bash scripts/fetch_tokenizers.sh; then
+  echo "[setup] no pytorch_tokenizers sources: vkdelegate_runner is built without --tokenizer"
+fi
+phase_done "tokenizer-sources"
+
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .
 phase_done "build"
@@ -80,6 +87,12 @@ if [ "$TESTS" -eq 1 ]; then
   echo "[setup] building the sanitizer targets (build/sanitize)"
   PYTHON="$PYTHON" bash scripts/build_sanitizers.sh
   phase_done "sanitizer-build"
+  # The runtime for ARM64 (build/arm64), which tests/test_arm64.py runs under qemu; where its packages
+  # cannot be had, the tests say so and skip.
+  echo "[setup] cross-building the runtime for ARM64 (build/arm64)"
+  PYTHON="$PYTHON" bash scripts/cross_arm64.sh build >/dev/null ||
+    echo "[setup] the ARM64 build failed: tests/test_arm64.py will skip"
+  phase_done "arm64-build"
 fi
 "$PYTHON" - <<'PY'
 import vkdelegate.runtime as rt

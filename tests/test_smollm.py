@@ -29,7 +29,7 @@ NEW_TOKENS = 3
 def smollm(tmp_path_factory):
     start = time.time()
     reader = GGUFFile(smollm2_path())
-    model, config, tokenizer_json = llama_from_gguf(reader, max_seq_len=16, kv_cache=True,
+    model, config, tokenizer_json = llama_from_gguf(reader, max_seq_len=16, kv_cache=True, full_logits=True,
                                                     tokenizer_dir=str(tmp_path_factory.mktemp("smollm")))
     print(f"[smollm] loaded in {time.time() - start:.1f} s")
     return reader, model, config, tokenizer_json
@@ -45,7 +45,7 @@ def tokenizer(smollm):
 def test_config_and_tied_blocks(smollm):
     _, model, config, _ = smollm
     assert config == dict(vocab=49152, dim=576, layers=30, heads=9, kv_heads=3, hidden=1536, max_seq_len=16,
-                          eps=1e-5, rope_theta=100000.0, kv_cache=True)
+                          eps=1e-5, rope_theta=100000.0, kv_cache=True, full_logits=True)
     assert model.layers[0].attention.wq.format.name == "Q4_1"
     assert model.output.format.name == model.tok_embeddings.format.name == "Q8_0"
     assert model.tok_embeddings.words() is model.output.weight

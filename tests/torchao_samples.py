@@ -161,6 +161,7 @@ def fused_op_cases(op_name: str) -> List[Tuple[str, torch.nn.Module, Tuple[torch
         ("int4_k64_g16_n33", 64, 33, 4, 16, False, False, (1, 64)),
         ("int8_k39_g13_n5_rank3", 39, 5, 8, 39, True, True, (2, 3, 39)),
         ("int8_k96_g24_n11", 96, 11, 8, 24, False, True, (17, 96)),
+        ("int4_k64_g32_n37_m33_asym", 64, 37, 4, 32, True, True, (33, 64)),  # prefill rows: 33 (ragged tiles)
     ):
         packed, scales, zeros = random_quantized_weight(n, k, bits, group, asym)
         b = torch.randn(n) if bias else None

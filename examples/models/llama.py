@@ -84,11 +84,15 @@ class DecoderLayer(nn.Module):
 
 class Llama(nn.Module):
     def __init__(self, vocab=1000, dim=256, layers=4, heads=8, kv_heads=2, hidden=768, max_seq_len=128,
-                 rope_theta=10000.0, eps=1e-5, seed=0, kv_cache=False):
+                 rope_theta=10000.0, eps=1e-5, seed=0, kv_cache=False, full_logits=None):
         super().__init__()
         torch.manual_seed(seed)
         self.max_seq_len = max_seq_len
         self.kv_cache = kv_cache
+        # With the cache, generation needs the last position's logits only (as ExecuTorch's own
+        # Llama export without generate_full_logits): the output projection runs on one row and one
+        # row goes to the host, whatever the prompt length.
+        self.full_logits = not kv_cache if full_logits is None else full_logits
         cache_len = max_seq_len if kv_cache else 0
         self.tok_embeddings = nn.Embedding(vocab, dim)
         self.layers = nn.ModuleList(
@@ -105,7 +109,8 @@ class Llama(nn.Module):
         self.register_buffer("rope_sin", angles.sin(), persistent=False)
 
     def forward(self, tokens, input_pos=None):
-        """Logits [1, T, vocab]. With input_pos (kv_cache=True): the tokens' positions [T], int64."""
+        """Logits [1, T, vocab] ([1, 1, vocab], the last position's, unless full_logits). With input_pos
+        (kv_cache=True): the tokens' positions [T], int64."""
         mask = None
         if input_pos is None:
             t = tokens.shape[1]
@@ -120,6 +125,8 @@ class Llama(nn.Module):
         x = self.tok_embeddings(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin, input_pos, mask)
+        if not self.full_logits:
+            x = x[:, -1:]
         return self.output(self.norm(x))
 
     def reset_cache(self):

@@ -129,9 +129,9 @@ class ComputeGraph {
   // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
   // unchecked variant then. Take references to values only after this call.
   int add_fault_slot();
-  // An op that updates a state tensor in place (index_put into a KV cache): its
-  // output value becomes the state tensor's storage, so the node that writes it
-  // writes the state, and later readers of the output read the updated state.
+  // An op that updates a state tensor in place (index_put or vkd_rope_kv_update into a
+  // KV cache): its output value becomes the state tensor's storage, so the node that
+  // writes it writes the state, and later readers of the output read the updated state.
   void alias_state(int out, int state);
   // Adds a node without a dispatch whose output shares the storage of its input.
   // Memory planning must have put both in one object (OpEntry.aliases_input).

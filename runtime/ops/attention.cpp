@@ -159,7 +159,18 @@ void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   const int64_t D = numel_of(shape);
   if (weight >= 0 && g.tensor(weight).numel() != D) g.fail("weight must have normalized_shape");
-  g.add_node(g.current_op(), variant(g, "rms_norm", in), kRowLocal, {out, in, weight >= 0 ? weight : in},
+  // One workgroup per row, about two elements (4-vectors where D % 4 == 0) per invocation: a
+  // power of two (the shared-memory reduction needs one) from 32 up to 512 or the device's limit.
+  const bool vec4 = D % 4 == 0;
+  const int64_t units = vec4 ? D / 4 : D;
+  uint32_t width = 32;
+  while (2 * width <= std::min<uint32_t>(512, g.context().info().max_workgroup_invocations) &&
+         2 * static_cast<int64_t>(width) < units) {
+    width *= 2;
+  }
+  const LocalSize local{width, 1, 1};
+  g.add_node(g.current_op(), variant(g, vec4 ? "rms_norm_vec4" : "rms_norm", in), local,
+             {out, in, weight >= 0 ? weight : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                if (nd == 0 || nd > x.dim()) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");

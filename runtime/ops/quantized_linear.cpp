@@ -2,7 +2,7 @@
 // vkd_linear_dq8a_qw, vkd_embedding_qw): weights stay packed on the GPU,
 // 32 / bits signed values per int32 word along K, and are dequantized in the
 // shaders (qlinear_gemv.glsl, qlinear_rows.glsl, qlinear_dq8a_dot.glsl,
-// qlinear_dq8a_quant.glsl, qlinear_tiled.glsl, qembedding.glsl).
+// qlinear_dq8a_quant.glsl, qlinear_tiled.glsl, qlinear_coop.glsl, qembedding.glsl).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "../vk/pipeline.h"
+#include "matmul_choice.h"  // kCoopMmVariants, coopmat_f16_base
 #include "op_utils.h"
 #include "shader_params.h"  // QLinearParams, QuantizeRowsParams, QEmbeddingParams, QLinearFusedParams,
                             // QLinearEpilogueParams: glsl/qlinear_params.glslh, qlinear_dq8a_quant.glsl,
@@ -23,12 +24,65 @@ namespace {
 // setting QLINEAR_GEMV_SHAPE picks another of its shapes, its
 // invocations splitting K); up to kRows rows the rows kernel (qlinear_rows.glsl: kRows x
 // kCols outputs per workgroup, likewise), more the tiled one (32 x 32 per (8, 8)
-// workgroup). dq8a: the rows kernels at every row count.
+// workgroup), or from the setting QLINEAR_COOP_MIN_ROWS rows the cooperative-matrix
+// one (coop_variant). dq8a: the rows kernels at every row count.
 constexpr int64_t kGemvCols = 4;
 constexpr int64_t kRows = 4;
 constexpr int64_t kCols = 4;
 constexpr LocalSize kTiledLocal{8, 8, 1};
 constexpr int64_t kTile = 32;
+
+// qlinear_coop.glsl's tile (coopmm_variants.py's QLINEAR_TILES) for a product of up to
+// `rows` rows (the planned size), or null for qlinear_tiled.glsl: a device with
+// 16x16x16 f16 matrices (or COOPMAT_EMULATE), not QLINEAR_NO_COOPMAT, the tile's
+// shared memory within the device's. The fp16 matmul's kernels on the H100
+// (benchmarks/results/coopmm_ceiling_h100.md, 4096^3: l64 155 TF/s at one workgroup an
+// SM, h 138 at three, m 79 at four; staging-bound, as this kernel is) make the rule:
+// l64 (l1 where its shared memory does not fit) from kCoopL64FromGroups tiles (several
+// waves, so the last one's idle SMs cost little), else h from kCoopHFromGroups (a
+// 512-token prompt's 2048- and 5632-column linears: 128 and 352 workgroups, one wave),
+// else m (the most workgroups). QLINEAR_COOP_TILE forces one.
+constexpr int64_t kCoopL64FromGroups = 512;
+constexpr int64_t kCoopHFromGroups = 64;
+constexpr const CoopMmVariant& kCoopL64 = variant_named(kCoopMmVariants, "l64");
+constexpr const CoopMmVariant& kCoopL1 = variant_named(kCoopMmVariants, "l1");
+constexpr const CoopMmVariant& kCoopH = variant_named(kCoopMmVariants, "h");
+constexpr const CoopMmVariant& kCoopM = variant_named(kCoopMmVariants, "m");
+
+const CoopMmVariant* coop_variant(ComputeGraph& g, int64_t rows, int64_t N, int64_t bits, std::string& shader) {
+  const Settings& s = g.settings();
+  const DeviceInfo& device = g.context().info();
+  const std::string base = coopmat_f16_base(device, s, "qlinear_coop");
+  if (s.qlinear_no_coopmat || base.empty() || rows < s.qlinear_coop_min_rows) return nullptr;
+  const auto shader_of = [&](const CoopMmVariant& v) {
+    return base + "_" + v.name + (bits == 4 ? "_b4" : "_b8");
+  };
+  const auto fits = [&](const CoopMmVariant& v) {
+    return v.shared_bytes(true) <= device.max_shared_memory && find_shader(shader_of(v)) != nullptr;
+  };
+  const CoopMmVariant* chosen = nullptr;
+  if (!s.qlinear_coop_tile.empty()) {
+    for (const CoopMmVariant& v : kCoopMmVariants) {
+      if (s.qlinear_coop_tile == v.name) chosen = &v;
+    }
+    if (chosen == nullptr || !fits(*chosen)) return nullptr;
+  } else {
+    const auto groups = [&](const CoopMmVariant& v) {
+      return ((N + v.tile_n() - 1) / v.tile_n()) * ((rows + v.tile_m() - 1) / v.tile_m());
+    };
+    const bool large = groups(kCoopL64) >= kCoopL64FromGroups, medium = groups(kCoopH) >= kCoopHFromGroups;
+    for (const CoopMmVariant* v : {&kCoopL64, &kCoopL1, &kCoopH, &kCoopM}) {
+      const bool wanted = v == &kCoopM || (v == &kCoopH ? medium : large);
+      if (wanted && fits(*v)) {
+        chosen = v;
+        break;
+      }
+    }
+    if (chosen == nullptr) return nullptr;
+  }
+  shader = shader_of(*chosen);
+  return chosen;
+}
 
 // The rows kernels' local size: 64, at least one subgroup. H100, 2026-11-23, int4
 // 4096x4096 M=1, GPU us (shared-memory reduction / subgroupAdd): 32: 16.7 / 20.4,
@@ -176,7 +230,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     return M;
   };
   // Weight-only records every kernel; each update dispatches the one for the current rows.
-  enum class Kernel { Gemv, Rows, Tiled };
+  std::string coop_shader;
+  const CoopMmVariant* coop = dq8a ? nullptr : coop_variant(g, max_rows, N, bits, coop_shader);
+  const int64_t coop_min_rows = g.settings().qlinear_coop_min_rows;
+  enum class Kernel { Gemv, Rows, Tiled, Coop };
   auto update = [=](ComputeGraph& g, Node& node, Kernel kernel) {
     const int64_t M = rows_of(g);
     Sizes out_sizes = g.tensor(x).sizes;
@@ -191,7 +248,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
     p.chunk_in_one_group = chunk_in_one_group, p.xq_stride = static_cast<int32_t>(xq_stride);
     p.group_words_log2 = group_words_log2;
     node.set_params(p);
-    const Kernel use = gemv && M == 1 ? Kernel::Gemv : dq8a || M <= kRows ? Kernel::Rows : Kernel::Tiled;
+    const Kernel use = gemv && M == 1          ? Kernel::Gemv
+                       : dq8a || M <= kRows     ? Kernel::Rows
+                       : coop && M >= coop_min_rows ? Kernel::Coop
+                                                : Kernel::Tiled;
     if (kernel != use || M == 0 || N == 0) {
       node.groups = {0, 0, 0};
     } else if (kernel == Kernel::Gemv) {
@@ -200,6 +260,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
       const int64_t row_groups = (M + kRows - 1) / kRows;
       if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * kRows) + " rows");
       node.groups = {static_cast<uint32_t>((N + kCols - 1) / kCols), static_cast<uint32_t>(row_groups), 1};
+    } else if (kernel == Kernel::Coop) {
+      const int64_t row_groups = (M + coop->tile_m() - 1) / coop->tile_m();
+      if (row_groups > 65535) g.fail("more than " + std::to_string(65535 * coop->tile_m()) + " rows");
+      node.groups = {static_cast<uint32_t>((N + coop->tile_n() - 1) / coop->tile_n()), static_cast<uint32_t>(row_groups), 1};
     } else {
       if ((M + kTile - 1) / kTile > 65535) g.fail("more than " + std::to_string(65535 * kTile) + " rows");
       node.groups = {static_cast<uint32_t>((N + kTile - 1) / kTile), static_cast<uint32_t>((M + kTile - 1) / kTile), 1};
@@ -227,6 +291,10 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   if (!dq8a) {
     g.add_node(g.current_op(), "qlinear_tiled", kTiledLocal, tensors,
                [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Tiled); });
+  }
+  if (coop != nullptr) {
+    g.add_node(g.current_op(), coop_shader, {coop->invocations(), 1, 1}, tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Coop); });
   }
 }
 
@@ -385,24 +453,6 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
     }
   });
 
-  // More rows: the parts as their ops record them, quiet while the fused kernel runs.
-  auto record = [&](const std::string& op, std::vector<int> args, int window_binding, VkDeviceSize offset,
-                    VkDeviceSize range) {
-    const OpBuildFn* build = find_op(op);
-    if (build == nullptr) g.fail("internal error: no op " + op);
-    const size_t first = g.nodes().size();
-    (*build)(g, OpArgs(std::move(args)));
-    for (size_t i = first; i < g.nodes().size(); ++i) {
-      Node& node = g.node(i);
-      if (window_binding >= 0) node.set_window(window_binding, offset, range);
-      UpdateFn inner = std::move(node.update);
-      node.update = [inner, fused_runs](ComputeGraph& g, Node& node) {
-        inner(g, node);
-        if (fused_runs(g)) node.groups = {0, 0, 0};
-      };
-      node.update(g, node);
-    }
-  };
   // Temporaries in the graph's scratch storage: the normalized input at its start, the second
   // linear's output of a pair at an aligned offset after it (bound as a window).
   const Sizes x_max = g.tensor(x).max_sizes;
@@ -418,6 +468,32 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   if (has_norm) xn = g.add_scratch_tensor(DType::Float32, x_max);
   if (silu_mul) b = g.add_scratch_tensor(DType::Float32, b_max);
   const int input = has_norm ? xn : x;
+  const int scratch = xn >= 0 ? g.tensor(xn).storage : b >= 0 ? g.tensor(b).storage : -1;
+  // More rows: the parts as their ops record them, quiet while the fused kernel runs.
+  auto record = [&](const std::string& op, std::vector<int> args, int window_binding, VkDeviceSize offset,
+                    VkDeviceSize range) {
+    const OpBuildFn* build = find_op(op);
+    if (build == nullptr) g.fail("internal error: no op " + op);
+    const size_t first = g.nodes().size();
+    (*build)(g, OpArgs(std::move(args)));
+    for (size_t i = first; i < g.nodes().size(); ++i) {
+      Node& node = g.node(i);
+      if (window_binding >= 0) node.set_window(window_binding, offset, range);
+      // The temporaries live in the graph's one scratch storage: a part with scratch of its
+      // own would overwrite them.
+      for (int id : node.tensors) {
+        if (scratch >= 0 && g.tensor(id).storage == scratch && id != xn && id != b) {
+          g.fail("internal error: " + op + " takes scratch storage, which holds this op's temporaries");
+        }
+      }
+      UpdateFn inner = std::move(node.update);
+      node.update = [inner, fused_runs](ComputeGraph& g, Node& node) {
+        inner(g, node);
+        if (fused_runs(g)) node.groups = {0, 0, 0};
+      };
+      node.update(g, node);
+    }
+  };
   if (has_norm) record("aten.rms_norm.default", {x, norm_shape_id, a.at(8), a.at(9), xn}, -1, 0, 0);
   for (size_t j = 0; j < count; ++j) {
     const bool to_b = silu_mul && j == 1;
