@@ -1041,8 +1041,10 @@ _QSCHEMES = ("4-bit (packed 8 per int32 word, dequantized in the shader) or 8-bi
 
 
 def _check_fused_linear(node: Node) -> Optional[str]:
-    x, packed, scales, zeros, bias = (node.args + (None,) * 5)[:5]
-    bits, group_size = node.args[5], node.args[6]
+    return _quantized_weight_reason(node.args[0], node.args[1], node.args[5], node.args[6])
+
+
+def _quantized_weight_reason(x: Node, packed: Node, bits: int, group_size: int) -> Optional[str]:
     if bits not in (4, 8):
         return f"bits={bits}: only 4 and 8 are supported"
     xv, pv = fake_tensor(x), fake_tensor(packed)
@@ -1084,6 +1086,33 @@ def _torchao_entries() -> List[OpEntry]:
     ]
 
 
+def _check_fused_linears(node: Node) -> Optional[str]:
+    """vkd_linear_qw_fused: each weight as _check_fused_linear, one K, bits and group size (the op's own)."""
+    x, norm_shape, norm_weight = fake_tensor(arg(node, "x")), arg(node, "norm_shape"), arg(node, "norm_weight")
+    packed, scales, zeros = arg(node, "packed_weights"), arg(node, "scales"), arg(node, "zeros")
+    biases, silu_mul, residual = arg(node, "biases"), arg(node, "silu_mul"), arg(node, "residual")
+    if not 1 <= len(packed) <= 3 or not len(packed) == len(scales) == len(zeros) == len(biases):
+        return "1 to 3 weights, each with its scales, zero points and bias"
+    if len({z is None for z in zeros}) != 1:
+        return "zero points for every weight or none"
+    if silu_mul and (len(packed) != 2 or fake_tensor(packed[0]).shape[0] != fake_tensor(packed[1]).shape[0]):
+        return "silu_mul takes two weights of one N"
+    if residual is not None and not silu_mul and len(packed) != 1:
+        return "a residual needs one output"
+    if x is None or x.dtype != torch.float32:
+        return "the input must be float32"
+    if norm_shape and list(norm_shape) != [x.shape[-1]]:
+        return f"the norm must be over the last dimension ({x.shape[-1]}), not {list(norm_shape)}"
+    if norm_weight is not None and (not norm_shape or fake_tensor(norm_weight).numel() != x.shape[-1]):
+        return "the norm weight needs the norm and K values"
+    bits, group_size = arg(node, "bits"), arg(node, "group_size")
+    for weight in packed:
+        reason = _quantized_weight_reason(arg(node, "x"), weight, bits, group_size)
+        if reason is not None:
+            return reason
+    return None
+
+
 _QLINEAR_ENTRIES = _torchao_entries() + [
     OpEntry("vkd_linear_qw", (exir_ops.edge.et_vk.vkd_linear_qw.default,),
             "Weight-only quantized linear: x [..., K] float32 times dequantized weight [N, K], optional bias. "
@@ -1092,6 +1121,16 @@ _QLINEAR_ENTRIES = _torchao_entries() + [
             "that rounds x and the dequantized weight to float16 (relative error ~1e-3, and |x| above 65504 "
             "overflows; VKDELEGATE_QLINEAR_NO_COOPMAT=1 keeps the float32 kernel).",
             dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
+    OpEntry("vkd_linear_qw_fused", (exir_ops.edge.et_vk.vkd_linear_qw_fused.default,),
+            "Weight-only quantized linears of one input, fused by backends/linear_fusion.py (a decode layer's "
+            "[rms_norm +] q/k/v, wo + residual, [rms_norm +] w1/w3 + silu(a) * b, w2 + residual): "
+            "x [..., K] float32, optionally rms_norm(x, [K], norm_weight, norm_eps) first, then 1-3 weights of one "
+            "K, bits and group size, each x @ W_j^T + bias_j into its own output; silu_mul (two weights of one N): "
+            "one output silu(out_0) * out_1; residual (one output): + residual. One row: one dispatch "
+            "(qlinear_gemv_fused.glsl: the norm's sum of squares in the products' loop, workgroups over the weights' "
+            "concatenated columns); more rows: aten.rms_norm, vkd_linear_qw per weight and an elementwise "
+            "epilogue. Float32 only (as vkd_linear_qw). " + _QSCHEMES,
+            dtypes=_QUANT_DTYPES, check=_check_fused_linears, kind="matmul"),
     OpEntry("vkd_linear_dq8a_qw", (exir_ops.edge.et_vk.vkd_linear_dq8a_qw.default,),
             "Dynamic int8 activations (asymmetric, per token, quantized on the GPU inside the op) times "
             "quantized weights, integer dot products accumulated in int32 per group. " + _QSCHEMES,

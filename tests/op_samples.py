@@ -1569,6 +1569,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "torchao_quantize_affine": lambda: _cases(torchao_samples.linear_flows(True))[:4],
     "torchao_choose_qparams_affine": lambda: _cases(torchao_samples.linear_flows(True))[4:],
     "vkd_linear_qw": lambda: _fused_op_cases("vkd_linear_qw"),
+    "vkd_linear_qw_fused": lambda: [SampleCase(*case) for case in torchao_samples.fused_linears_cases()],
     "vkd_linear_dq8a_qw": lambda: _fused_op_cases("vkd_linear_dq8a_qw"),
     "vkd_embedding_qw": lambda: _fused_op_cases("vkd_embedding_qw"),
     "linear_gguf": _linear_gguf_samples,

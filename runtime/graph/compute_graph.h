@@ -110,6 +110,9 @@ class ComputeGraph {
   const IntList& get_int_list(int id);
   SymInt& symint(int id);
   const ValueList& get_value_list(int id);
+  // A node added so far, to adjust one that another op's build function added (its window,
+  // its update) where an op records others' kernels.
+  Node& node(size_t i) { return nodes_.at(i); }
   // Adds a dispatch node; `tensors` are bound in order (outputs first).
   Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
                  std::vector<int> tensors, UpdateFn update);
