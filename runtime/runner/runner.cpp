@@ -45,7 +45,7 @@
 
 #include <unistd.h>
 
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
 #include <functional>  // before hf_tokenizer.h, which uses std::function without it
 #include <nlohmann/json.hpp>
 #include <pytorch/tokenizers/hf_tokenizer.h>
@@ -87,7 +87,7 @@ struct Options {
   bool prompt_text_given = false;
 };
 
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
 constexpr const char* kTokenizerNote = "";
 #else
 constexpr const char* kTokenizerNote =
@@ -191,7 +191,7 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
-#ifndef VKDELEGATE_WITH_TOKENIZER
+#ifndef VKD_RUNNER_HAS_TOKENIZER
   if (!o.tokenizer.empty() || o.prompt_text_given) {
     std::fprintf(stderr, "this vkdelegate_runner was built without --tokenizer and --prompt (the pytorch_tokenizers "
                  "sources were not there): run scripts/fetch_tokenizers.sh, apt-get install libre2-dev, and rebuild\n");
@@ -445,7 +445,7 @@ std::vector<int64_t> metadata_ints(et::Program& program, const char* name) {
 
 // --tokenizer: a prompt from text, and the text of each generated token.
 struct TextTokenizer {
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
   tokenizers::HFTokenizer tokenizer;
 #endif
   bool add_bos = true;  // tokenizer_config.json's add_bos_token, where it says
@@ -455,7 +455,7 @@ struct TextTokenizer {
 // it cannot. tokenizer_config.json beside it (the Hugging Face convention, also written by
 // examples/llm.py export --gguf) says whether a BOS goes first.
 bool load_tokenizer(const std::string& path, TextTokenizer& t) {
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -527,7 +527,7 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Program& program, et
   std::vector<int64_t> eos_ids;
   if (opt.prompt_text_given) {
     if (!load_tokenizer(opt.tokenizer, text)) return 1;
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
     auto encoded = text.tokenizer.encode(opt.prompt_text, 0, 0);
     if (!encoded.ok()) {
       std::fprintf(stderr, "--tokenizer %s cannot encode the prompt (error %d)\n", opt.tokenizer.c_str(),
@@ -604,7 +604,7 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Program& program, et
   // The text of token t after prev, written to stdout as it comes: a byte-level piece may hold
   // part of a UTF-8 character, the terminal joins the bytes. The EOS that ends generation is not printed.
   auto print_piece = [&](int64_t prev, int64_t t) -> bool {
-#ifdef VKDELEGATE_WITH_TOKENIZER
+#ifdef VKD_RUNNER_HAS_TOKENIZER
     if (is_eos(t)) return true;
     auto piece = text.tokenizer.decode(static_cast<uint64_t>(prev), static_cast<uint64_t>(t));
     if (!piece.ok()) {
