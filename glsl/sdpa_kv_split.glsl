@@ -13,6 +13,7 @@
 // outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
@@ -25,6 +26,9 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 // whole rows (neighbouring invocations, neighbouring addresses) where a key per
 // invocation would read 32 rows at once.
 #define STAGE 32
+// Outputs of one dim tile per invocation: SPLIT_MAX_HEADS * STAGE over the 64 invocations of a
+// workgroup (runtime/ops/attention.cpp: kRowLocal).
+#define OUT_PER_INVOCATION 16
 
 layout(set = 0, binding = 0) writeonly buffer Part { float part_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
@@ -114,10 +118,34 @@ void main() {
     part_data[part_base + tid * head_stride] = max_s[tid];
     part_data[part_base + tid * head_stride + 1] = l;
   }
-  for (int o = tid; o < hp * p.Ev; o += n) {
-    const int g = o / p.Ev, d = o % p.Ev;
-    float sum = 0.0;
-    for (int j = 0; j < count; ++j) sum += prob_s[g * p.chunk + j] * float(v_data[v_base + j * value_stride + d]);
-    part_data[part_base + g * head_stride + 2 + d] = sum;
+  // Outputs sum_j p[g, j] v[j, d]: the values go through shared memory in STAGE x STAGE tiles (keys x
+  // dims) read by whole rows with many loads in flight, where a loop of global loads per output stalled;
+  // each invocation keeps its (g, d) sums of one dim tile in registers.
+  for (int eb = 0; eb < p.Ev; eb += STAGE) {
+    const int dims = min(STAGE, p.Ev - eb);
+    float acc[OUT_PER_INVOCATION];
+    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) acc[r] = 0.0;
+    for (int jb = 0; jb < count; jb += STAGE) {
+      const int keys = min(STAGE, count - jb);
+      barrier();  // the previous tile's readers (or the scores' last) are done
+      for (int i = tid; i < keys * dims; i += n) {
+        const int j = i / dims, e = i % dims;
+        k_s[j * (STAGE + 1) + e] = float(v_data[v_base + (jb + j) * value_stride + eb + e]);
+      }
+      barrier();
+      [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+        const int o = tid + r * n;
+        if (o < hp * dims) {
+          const int g = o / dims, d = o % dims;
+          float sum = 0.0;
+          for (int j = 0; j < keys; ++j) sum += prob_s[g * p.chunk + jb + j] * k_s[j * (STAGE + 1) + d];
+          acc[r] += sum;
+        }
+      }
+    }
+    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+      const int o = tid + r * n;
+      if (o < hp * dims) part_data[part_base + (o / dims) * head_stride + 2 + eb + o % dims] = acc[r];
+    }
   }
 }

@@ -112,9 +112,10 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
 constexpr int64_t kSplitMaxQueries = 16;
 // sdpa_kv_split.glsl's shared arrays: split_heads * E, split_heads * chunk and split_heads.
 constexpr int64_t kSplitQueryFloats = 1024, kSplitScores = 1024, kSplitMaxHeads = 32;
-// Chunks of 32..256 keys (a multiple of 32), the fewest that still give about
-// kSplitTargetGroups workgroups for one query over the whole cache.
-constexpr int64_t kSplitMinChunk = 32, kSplitMaxChunk = 256, kSplitTargetGroups = 256;
+// Chunks of 16..256 keys (a multiple of 16), the fewest that still give about
+// kSplitTargetGroups workgroups for one query over the whole cache (decode at a short context
+// uses a fraction of them: the chunks past the position exit at once).
+constexpr int64_t kSplitMinChunk = 16, kSplitMaxChunk = 256, kSplitTargetGroups = 1024;
 // sdpa_kv_tiled.glsl's variants (their MAX_D, ROWS and KEYS defines), smallest first.
 struct TiledAttention {
   const char* shader;
