@@ -400,10 +400,15 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   auto fused_runs = [=](ComputeGraph& g) { return gemv && rows_of(g) == 1; };
 
   // One row.
-  constexpr int64_t kFusedCols = 4;  // NC in qlinear_gemv_fused.glsl
   const bool x4 = K % 4 == 0 && K % per == 0;
-  const std::string shader = std::string("qlinear_gemv_fused") + (silu_mul ? "_pair" : "") +
-                             (bits == 4 ? "_b4" : "_b8") + (x4 ? "_x4" : "");
+  std::string shader = std::string("qlinear_gemv_fused") + (silu_mul ? "_pair" : "") +
+                       (bits == 4 ? "_b4" : "_b8") + (x4 ? "_x4" : "");
+  int64_t fused_cols = 4;  // NC in qlinear_gemv_fused.glsl
+  if (const std::string& shape = g.settings().qlinear_gemv_fused_shape; !shape.empty() && bits == 4) {
+    // "cNuM": N columns per workgroup.
+    if (shape != "c4u1") shader += "_" + shape;
+    fused_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
+  }
   auto at = [&](const std::vector<int>& ids, size_t j, int absent) {
     return j < ids.size() && !g.is_null(ids[j]) ? ids[j] : absent;
   };
@@ -425,7 +430,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
     }
   };
   std::vector<int64_t> wg_counts(3, 0);
-  for (size_t j = 0; j < (silu_mul ? 1 : count); ++j) wg_counts[j] = (N[j] + kFusedCols - 1) / kFusedCols;
+  for (size_t j = 0; j < (silu_mul ? 1 : count); ++j) wg_counts[j] = (N[j] + fused_cols - 1) / fused_cols;
   const int64_t total_groups = wg_counts[0] + wg_counts[1] + wg_counts[2];
   for (size_t j = 0; j < count; ++j) {
     // The shader indexes with int32.
