@@ -91,18 +91,8 @@ void main() {
       if (w0 + u * wg >= words) break;
       float xv[PER];
       load_x(w0 + u * wg, xv);
-      float xsum = 0.0;
-      if (p.has_zeros != 0) {
-        for (int e = 0; e < PER; ++e) xsum += xv[e];
-      }
-      for (int j = 0; j < NC; ++j) {
-        float q[PER];
-        decode(wv[u][j], q);
-        float d = 0.0;
-        for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
-        if (p.has_zeros != 0) d -= float(zv[u][j]) * xsum;
-        acc[j] = fma(d, sv[u][j], acc[j]);
-      }
+      const float xsum = x_sum(xv);
+      for (int j = 0; j < NC; ++j) acc[j] = word_dot(xv, xsum, wv[u][j], zv[u][j], sv[u][j], acc[j]);
     }
   }
 

@@ -179,18 +179,8 @@ void main() {
       if (w >= words) break;
       float xv[PER];
       load_x(w, xv, sumsq);
-      float xsum = 0.0;
-      if (p.has_zeros != 0) {
-        for (int e = 0; e < PER; ++e) xsum += xv[e];
-      }
-      for (int s = 0; s < NS; ++s) {
-        float q[PER];
-        decode(wv[u][s], q);
-        float d = 0.0;
-        for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
-        if (p.has_zeros != 0) d -= float(zv[u][s]) * xsum;
-        acc[s] = fma(d, sv[u][s], acc[s]);
-      }
+      const float xsum = x_sum(xv);
+      for (int s = 0; s < NS; ++s) acc[s] = word_dot(xv, xsum, wv[u][s], zv[u][s], sv[u][s], acc[s]);
     }
   }
 
