@@ -59,6 +59,10 @@ struct DeviceInfo {
   bool memory_budget = false;  // VK_EXT_memory_budget, enabled: the heaps' budget and usage
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {0, 0, 0};
+  // VKDELEGATE_DEVICE_PROFILE as given (empty: none): the limits and features above
+  // are the real device's lowered to it (device_profile.h).
+  std::string profile;
   float timestamp_period_ns = 0.f;
   bool timestamps = false;
   bool shader_float16 = false;
