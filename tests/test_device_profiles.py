@@ -12,19 +12,10 @@ import sys
 import pytest
 
 import vkdelegate.runtime as rt
+from helpers import PHONE_PROFILES, profile_env
 from vkdelegate.runtime import _vkdelegate as native
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The profiles CI runs the models and the op slice under (docs/device-profiles.md).
-CI_PROFILES = ["mali-g7x", "adreno-6xx", "vulkan-min"]
-
-
-def profile_env(profile):
-    """The environment of a subprocess under `profile`: validation on, no fuzz seeds (the
-    main run leaves those)."""
-    env = {k: v for k, v in os.environ.items() if k != "VKDELEGATE_FUZZ_SEEDS"}
-    env.update(VKDELEGATE_DEVICE_PROFILE=profile, VKDELEGATE_VALIDATION="1")
-    return env
 
 
 def _device_info_under(profile):
@@ -40,7 +31,7 @@ def _device_info_under(profile):
 # ---- the setting's text, parsed as the runtime parses it (no device needed)
 
 def test_named_profiles_parse_and_keys_change_them():
-    assert set(CI_PROFILES) <= set(native._device_profile_names())
+    assert set(PHONE_PROFILES) <= set(native._device_profile_names())
     for name in native._device_profile_names():
         p = native._parse_device_profile(name)
         assert {"shared", "invocations", "size", "binding", "fp16", "int64", "intdot", "coopmat"} <= set(p), name
@@ -142,7 +133,7 @@ OP_SLICE = ("matmul or linear or conv or softmax or layer_norm or group_norm or 
             "mean or amax or argmax or var or sdpa or embedding or index_select or cat")
 
 
-@pytest.mark.parametrize("profile", CI_PROFILES)
+@pytest.mark.parametrize("profile", PHONE_PROFILES)
 def test_op_slice_matches_eager_under_profile(profile):
     r = subprocess.run([sys.executable, "-m", "pytest", os.path.join(REPO_ROOT, "tests", "test_ops.py"),
                         "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=",

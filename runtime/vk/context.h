@@ -84,6 +84,12 @@ struct DeviceInfo {
   // with component types as in GLSL (e.g. "16x16x16 f16->f32").
   std::vector<std::string> cooperative_matrix_shapes;
   bool has_cooperative_matrix_shape(uint32_t m, uint32_t n, uint32_t k, const char* a_to_c) const;
+  // A workgroup of x * y * z invocations is within maxComputeWorkGroupInvocations and
+  // maxComputeWorkGroupSize (pipeline creation refuses one that is not).
+  bool workgroup_fits(uint32_t x, uint32_t y, uint32_t z) const {
+    return uint64_t{x} * y * z <= max_workgroup_invocations && x <= max_workgroup_size[0] &&
+           y <= max_workgroup_size[1] && z <= max_workgroup_size[2];
+  }
 };
 
 class Context {
