@@ -229,8 +229,12 @@ ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Set
       const LocalSize l = v.local();
       return v.shared_floats() * 4 <= device.max_shared_memory && device.workgroup_fits(l[0], l[1], l[2]);
     };
-    if (!fits(*gv)) gv = &kGemmSk16;  // 16 KB and 256 invocations: within most devices' limits
-    // Below that (Vulkan's minimum of 128 invocations), the direct kernel.
+    // A variant over the device's limits: the first of the others that fits (sk16 has
+    // the fewest invocations, gemm the least shared memory), else the direct kernel (at
+    // Vulkan's minimum of 128 invocations none fits).
+    for (const GemmVariant* other : {&kGemmSk16, &kGemm, &kGemmSk}) {
+      if (!fits(*gv)) gv = other;
+    }
     if (fits(*gv)) {
       c.kernel = ConvKernel::Gemm;
       c.shader = gv->shader;

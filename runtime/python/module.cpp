@@ -152,6 +152,11 @@ DeviceInfo device_from(const py::dict& d) {
     else if (k == "max_shared_memory") i.max_shared_memory = value.cast<uint32_t>();
     else if (k == "max_storage_buffer_range") i.max_storage_buffer_range = value.cast<VkDeviceSize>();
     else if (k == "max_workgroup_invocations") i.max_workgroup_invocations = value.cast<uint32_t>();
+    else if (k == "max_workgroup_size") {
+      const auto c = value.cast<std::vector<uint32_t>>();
+      if (c.size() != 3) throw SettingsError("max_workgroup_size: expected 3 values");
+      for (int j = 0; j < 3; ++j) i.max_workgroup_size[j] = c[j];
+    }
     else if (k == "max_workgroup_count") {
       const auto c = value.cast<std::vector<uint32_t>>();
       if (c.size() != 3) throw SettingsError("max_workgroup_count: expected 3 values");
