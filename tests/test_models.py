@@ -20,7 +20,10 @@ def test_model_fully_delegated_and_matches_eager(name):
     assert relative_error(out, ref) <= TOLERANCES["model"]["rtol"]
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in sorted(MODELS)])
+# Not resnet50: on lavapipe its runs under the three profiles take a minute, and its kernels
+# are resnet18's.
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name))
+                                  for name in sorted(MODELS) if name != "resnet50"])
 def test_model_matches_eager_under_phone_profiles(name, tmp_path):
     """The model's .pte (lowered once, above), run by vkdelegate_runner under each phone-GPU
     profile (docs/device-profiles.md): every kernel choice respects the lowered limits
