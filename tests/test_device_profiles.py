@@ -117,6 +117,13 @@ def test_a_kernel_over_the_limits_is_an_error_naming_its_shader(tmp_path):
     assert "validation error" not in r.stderr
 
 
+def test_a_float16_program_under_a_profile_without_fp16_is_an_error_at_load(tmp_path):
+    model, inputs = MODELS["mlp"]()
+    r = run_pte_with_runner(to_pte(model, inputs, {"force_fp16": True}), inputs, tmp_path, profile_env("fp16=0"))
+    assert r.returncode != 0
+    assert "the graph has float16 tensors" in r.stderr and "VKDELEGATE_DEVICE_PROFILE=fp16=0" in r.stderr
+
+
 # ---- a slice of the op cases under each profile (models: tests/test_models.py)
 
 # The entries whose kernels choose local sizes, tiles or shared memory by the device's limits
