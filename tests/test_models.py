@@ -20,10 +20,14 @@ def test_model_fully_delegated_and_matches_eager(name):
     assert relative_error(out, ref) <= TOLERANCES["model"]["rtol"]
 
 
-# Not resnet50: on lavapipe its runs under the three profiles take a minute, and its kernels
-# are resnet18's.
+# Not the ResNets: on lavapipe their runs under the three profiles take 20 s (resnet18) and a
+# minute (resnet50), and their kernel choices (3x3 and 1x1 convolutions by size) are the op
+# slice's convolution cases' and mobilenet_v2's and unet's (tests/test_device_profiles.py).
+NOT_UNDER_PROFILES = {"resnet18", "resnet50"}
+
+
 @pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name))
-                                  for name in sorted(MODELS) if name != "resnet50"])
+                                  for name in sorted(MODELS) if name not in NOT_UNDER_PROFILES])
 def test_model_matches_eager_under_phone_profiles(name, tmp_path):
     """The model's .pte (lowered once, above), run by vkdelegate_runner under each phone-GPU
     profile (docs/device-profiles.md): every kernel choice respects the lowered limits
