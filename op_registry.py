@@ -86,6 +86,10 @@ class OpEntry:
     # the partitioner accepts it only on a mutable buffer that nothing else reads (a KV
     # cache) and takes that buffer into the partition, where it stays on the GPU as state.
     updates_state: bool = False
+    # With updates_state: the arguments, by name, that the op writes in place; its last
+    # outputs are their updated values, in this order. Empty: the first argument, whose
+    # update is the op's one output (index_put).
+    state_args: Tuple[str, ...] = ()
 
     @property
     def op_names(self) -> Tuple[str, ...]:
@@ -339,6 +343,28 @@ def _check_sdpa_kv_cache(node: Node) -> Optional[str]:
                 f"{tuple(positions.shape)} do not fit (H a multiple of KVH)")
     if head_dim > 256 or v.shape[3] > 256:
         return "head dims above 256 are not supported"
+    return None
+
+
+def _check_rope_kv_update(node: Node) -> Optional[str]:
+    names = ("q", "k", "v", "cos", "sin", "k_cache", "v_cache", "input_pos")
+    q, k, v, cos, sin, k_cache, v_cache, positions = (fake_tensor(arg(node, name)) for name in names)
+    if any(t is None for t in (q, k, v, cos, sin, k_cache, v_cache, positions)):
+        return "every argument must be a tensor"
+    if len({t.dtype for t in (q, k, v, cos, sin, k_cache, v_cache)}) != 1 or q.dtype not in FLOATS:
+        return "q, k, v, cos, sin and the caches must share one dtype, float32 or float16"
+    if positions.dtype not in (torch.int32, torch.int64) or positions.dim() != 1:
+        return "input_pos must be a 1-D int32 or int64 tensor"
+    if any(t.dim() != 4 for t in (q, k, v, k_cache, v_cache)):
+        return "q, k, v and the caches must have rank 4: [B, T, H, D], [B, T, KVH, D] and [B, S, KVH, D]"
+    batch, length, _, head_dim = q.shape
+    if (tuple(k.shape) != tuple(v.shape) or k.shape[0] != batch or k.shape[1] != length or k.shape[3] != head_dim
+            or tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.shape[0] != batch
+            or tuple(k_cache.shape[2:]) != tuple(k.shape[2:]) or tuple(cos.shape) != (length, 1, head_dim)
+            or tuple(sin.shape) != tuple(cos.shape) or positions.shape[0] != length or head_dim % 2):
+        return (f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, cos {tuple(cos.shape)}, caches "
+                f"{tuple(k_cache.shape)} and input_pos {tuple(positions.shape)} do not fit [B, T, H, D], "
+                "[B, T, KVH, D] (twice), [T, 1, D], [B, S, KVH, D] (twice) and [T], D even")
     return None
 
 
@@ -935,6 +961,15 @@ _ENTRIES = [
             "dims up to 256. backends/attention_fusion.py makes it from sdpa over transposed caches with the mask "
             "arange(S) <= input_pos[:, None].",
             dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_sdpa_kv_cache, kind="matmul"),
+    OpEntry("rope_kv_update", (et_vk.vkd_rope_kv_update.default,),
+            "et_vk.vkd_rope_kv_update: rotary embedding (rotate-half) of q [B, T, H, D] and k [B, T, KVH, D] with "
+            "cos and sin [T, 1, D], and the KV-cache writes: rope(k) and v [B, T, KVH, D] into k_cache and v_cache "
+            "[B, S, KVH, D] along dim 1 at input_pos [T] int32/int64, in place (mutable buffers that nothing else "
+            "reads, which then live on the GPU inside the delegate); returns (rope(q), k_cache, v_cache). One "
+            "dispatch; a position outside [0, S) is an error. backends/rope_fusion.py makes it from the two vkd_rope "
+            "and two index_put that feed et_vk.vkd_sdpa_kv_cache.",
+            dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_rope_kv_update, kind="transcendental",
+            updates_state=True, state_args=("k_cache", "v_cache")),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "
             "maxStorageBufferRange is read in windows of rows." + _INT_STORAGE + _INDEX_CHECKED, dtypes=ANY_DTYPE | FP16,
@@ -1006,8 +1041,10 @@ _QSCHEMES = ("4-bit (packed 8 per int32 word, dequantized in the shader) or 8-bi
 
 
 def _check_fused_linear(node: Node) -> Optional[str]:
-    x, packed, scales, zeros, bias = (node.args + (None,) * 5)[:5]
-    bits, group_size = node.args[5], node.args[6]
+    return _quantized_weight_reason(node.args[0], node.args[1], node.args[5], node.args[6])
+
+
+def _quantized_weight_reason(x: Node, packed: Node, bits: int, group_size: int) -> Optional[str]:
     if bits not in (4, 8):
         return f"bits={bits}: only 4 and 8 are supported"
     xv, pv = fake_tensor(x), fake_tensor(packed)
@@ -1049,11 +1086,51 @@ def _torchao_entries() -> List[OpEntry]:
     ]
 
 
+def _check_fused_linears(node: Node) -> Optional[str]:
+    """vkd_linear_qw_fused: each weight as _check_fused_linear, one K, bits and group size (the op's own)."""
+    x, norm_shape, norm_weight = fake_tensor(arg(node, "x")), arg(node, "norm_shape"), arg(node, "norm_weight")
+    packed, scales, zeros = arg(node, "packed_weights"), arg(node, "scales"), arg(node, "zeros")
+    biases, silu_mul, residual = arg(node, "biases"), arg(node, "silu_mul"), arg(node, "residual")
+    if not 1 <= len(packed) <= 3 or not len(packed) == len(scales) == len(zeros) == len(biases):
+        return "1 to 3 weights, each with its scales, zero points and bias"
+    if len({z is None for z in zeros}) != 1:
+        return "zero points for every weight or none"
+    if silu_mul and (len(packed) != 2 or fake_tensor(packed[0]).shape[0] != fake_tensor(packed[1]).shape[0]):
+        return "silu_mul takes two weights of one N"
+    if residual is not None and not silu_mul and len(packed) != 1:
+        return "a residual needs one output"
+    if x is None or x.dtype != torch.float32:
+        return "the input must be float32"
+    if norm_shape and list(norm_shape) != [x.shape[-1]]:
+        return f"the norm must be over the last dimension ({x.shape[-1]}), not {list(norm_shape)}"
+    if norm_weight is not None and (not norm_shape or fake_tensor(norm_weight).numel() != x.shape[-1]):
+        return "the norm weight needs the norm and K values"
+    bits, group_size = arg(node, "bits"), arg(node, "group_size")
+    for weight in packed:
+        reason = _quantized_weight_reason(arg(node, "x"), weight, bits, group_size)
+        if reason is not None:
+            return reason
+    return None
+
+
 _QLINEAR_ENTRIES = _torchao_entries() + [
     OpEntry("vkd_linear_qw", (exir_ops.edge.et_vk.vkd_linear_qw.default,),
             "Weight-only quantized linear: x [..., K] float32 times dequantized weight [N, K], optional bias. "
-            + _QSCHEMES + " A GEMV kernel for M <= 4 rows, a tiled one above.",
+            + _QSCHEMES + " A GEMV kernel for M <= 4 rows, a tiled one above; from 32 rows "
+            "(VKDELEGATE_QLINEAR_COOP_MIN_ROWS), on devices with cooperative matrices, a tensor-core kernel "
+            "that rounds x and the dequantized weight to float16 (relative error ~1e-3, and |x| above 65504 "
+            "overflows; VKDELEGATE_QLINEAR_NO_COOPMAT=1 keeps the float32 kernel).",
             dtypes=_QUANT_DTYPES, check=_check_fused_linear, kind="matmul"),
+    OpEntry("vkd_linear_qw_fused", (exir_ops.edge.et_vk.vkd_linear_qw_fused.default,),
+            "Weight-only quantized linears of one input, fused by backends/linear_fusion.py (a decode layer's "
+            "[rms_norm +] q/k/v, wo + residual, [rms_norm +] w1/w3 + silu(a) * b, w2 + residual): "
+            "x [..., K] float32, optionally rms_norm(x, [K], norm_weight, norm_eps) first, then 1-3 weights of one "
+            "K, bits and group size, each x @ W_j^T + bias_j into its own output; silu_mul (two weights of one N): "
+            "one output silu(out_0) * out_1; residual (one output): + residual. One row: one dispatch "
+            "(qlinear_gemv_fused.glsl: the norm's sum of squares in the products' loop, workgroups over the weights' "
+            "concatenated columns); more rows: aten.rms_norm, vkd_linear_qw per weight and an elementwise "
+            "epilogue. Float32 only (as vkd_linear_qw). " + _QSCHEMES,
+            dtypes=_QUANT_DTYPES, check=_check_fused_linears, kind="matmul"),
     OpEntry("vkd_linear_dq8a_qw", (exir_ops.edge.et_vk.vkd_linear_dq8a_qw.default,),
             "Dynamic int8 activations (asymmetric, per token, quantized on the GPU inside the op) times "
             "quantized weights, integer dot products accumulated in int32 per group. " + _QSCHEMES,
@@ -1142,6 +1219,33 @@ REGISTRY = OpRegistry(_ENTRIES + _QLINEAR_ENTRIES + _GGUF_ENTRIES + _wheel_gguf_
 
 def lookup(node: Node) -> Tuple[Optional[OpEntry], Optional[str]]:
     return REGISTRY.lookup(node)
+
+
+def state_updates(node: Node) -> List[Tuple[Node, int]]:
+    """(argument, output index) of each buffer that node, an updates_state op, writes in place."""
+    entry = REGISTRY.entry_for(node.target)
+    if entry is None or not entry.updates_state:
+        return []
+    if not entry.state_args:
+        return [(node.args[0], 0)]
+    first = len(output_tensors(node)) - len(entry.state_args)
+    return [(arg(node, name), first + index) for index, name in enumerate(entry.state_args)]
+
+
+def state_update_positions(name: str) -> List[Tuple[int, int]]:
+    """(argument position, output index) of each buffer that the op `name` writes in place: the
+    runtime makes that output the buffer's storage (ComputeGraph::alias_state)."""
+    for entry in REGISTRY:
+        if name not in entry.op_names or not entry.updates_state:
+            continue
+        if not entry.state_args:
+            return [(0, 0)]
+        target = entry.targets[entry.op_names.index(name)]
+        names = [argument.name for argument in target._schema.arguments]
+        outputs = len(target._schema.returns)
+        return [(names.index(arg_name), outputs - len(entry.state_args) + index)
+                for index, arg_name in enumerate(entry.state_args)]
+    return []
 
 
 def aliasing_op_names() -> FrozenSet[str]:

@@ -16,7 +16,7 @@ its own, so that the runtime can overlap dispatches (see _first_fit).
 """
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..serialization.graph_ir import GraphIR, TensorValue, ValueListValue
 
@@ -40,20 +40,23 @@ class MemoryPlan:
     unshared_bytes: int = 0
 
 
-def plan_memory(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPlan:
+def plan_memory(graph: GraphIR, aliases_input: Callable[[str], bool],
+                state_updates: Callable[[str], Sequence[Tuple[int, int]]] = lambda name: ()) -> MemoryPlan:
     """Assigns a mem_obj_id to every shareable intermediate tensor of graph, in place.
 
     aliases_input(op_name) says whether the runtime makes the op's output a view
-    of its first argument.
+    of its first argument; state_updates(op_name) lists the (argument position,
+    output index) pairs of the state an op updates in place (op_registry.state_update_positions).
     """
-    plan = _make_plan(graph, aliases_input)
+    plan = _make_plan(graph, aliases_input, state_updates)
     for value_id, object_id in plan.assignment.items():
         graph.values[value_id] = replace(graph.values[value_id], mem_obj_id=object_id)
     graph.num_mem_objs = plan.num_objects
     return plan
 
 
-def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPlan:
+def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool],
+               state_updates: Callable[[str], Sequence[Tuple[int, int]]]) -> MemoryPlan:
     def is_tensor(value_id: int) -> bool:
         return isinstance(graph.values[value_id], TensorValue)
 
@@ -92,6 +95,10 @@ def _make_plan(graph: GraphIR, aliases_input: Callable[[str], bool]) -> MemoryPl
             source, view = call.args[0], call.args[-1]
             if graph.values[source].dtype == graph.values[view].dtype:
                 parent[find(view)] = find(source)
+        # An in-place update's output is its state's storage (ComputeGraph::alias_state).
+        outputs = call.args[len(call.args) - call.num_outputs:]
+        for position, output in state_updates(call.name):
+            parent[find(outputs[output])] = find(call.args[position])
 
     fixed = set(graph.input_ids) | set(graph.output_ids)
     groups: Dict[int, _Group] = {}

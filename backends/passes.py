@@ -19,7 +19,8 @@ from .q8ta_fusion import fuse_q8ta
 from .fuse_conv import fuse_conv
 from .attention_fusion import fuse_sdpa_kv_cache
 from .gguf_fusion import fuse_gguf_dequantize
-from .rope_fusion import fuse_rope
+from .linear_fusion import fuse_linears
+from .rope_fusion import fuse_rope, fuse_rope_kv_update
 from .torchao_fusion import fuse_torchao_quantized
 
 Pass = Callable[[ExportedProgram, Dict], None]
@@ -31,8 +32,10 @@ PASSES: List[Pass] = [
     # perf: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv;
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,
+    fuse_linears,  # perf: [rms_norm +] quantized linears of one input [+ silu(a) * b | + residual] into one op
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope
     fuse_sdpa_kv_cache,  # perf: sdpa over transposed caches with a position mask into et_vk.vkd_sdpa_kv_cache
+    fuse_rope_kv_update,  # perf: rope of q and k + the two cache writes feeding vkd_sdpa_kv_cache into one op
     force_fp16,  # Float16: last, so that it sees what the other passes made
 ]
 

@@ -6,6 +6,20 @@ two getitems, neg, cat, mul, add): seven dispatches and three intermediates per 
 each attention layer. With cos and sin of x's last two sizes [T, D] (x [..., T, D]), or [T, 1, D]
 with x [..., T, H, D] (one row per position, shared by the heads), it becomes
 et_vk.vkd_rope(x, cos, sin), one dispatch. Other broadcasts are left alone.
+
+Then, in an attention layer over a KV cache (examples/models/llama.py), the ropes of q and k
+and the cache writes feed the attention:
+
+    k_new = index_put(k_cache, [None, input_pos], vkd_rope(k, cos, sin))
+    v_new = index_put(v_cache, [None, input_pos], v)
+    vkd_sdpa_kv_cache(vkd_rope(q, cos, sin), k_new, v_new, input_pos)
+
+four dispatches, each with its barrier, per layer and token. They become one,
+et_vk.vkd_rope_kv_update(q, k, v, cos, sin, k_cache, v_cache, input_pos) -> (rope(q), k_new,
+v_new), which writes the caches in place as index_put did (they stay delegate state). Only that
+exact pattern is fused: both ropes on one table, the caches mutable buffers read only by their
+update, one positions tensor for the writes and the attention, and nothing else reading rope(q),
+rope(k) or the updated caches.
 """
 import operator
 from typing import Dict, Optional, Tuple
@@ -16,7 +30,7 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ..fx_nodes import fake_tensor, insert_call
-from ..quant.library import rope_table_fits  # (and defines et_vk.vkd_rope)
+from ..quant.library import rope_table_fits  # (and defines et_vk.vkd_rope, et_vk.vkd_rope_kv_update)
 
 aten = exir_ops.edge.aten
 
@@ -94,3 +108,76 @@ def fuse_rope(program: ExportedProgram, options: Dict) -> None:
         fused = insert_call(graph, target, match, node)
         node.replace_all_uses_with(fused)
         graph.erase_node(node)
+
+
+def _call(node, target) -> bool:
+    return isinstance(node, Node) and node.op == "call_function" and node.target == target
+
+
+def _cache_write(node, positions: Node, state: frozenset) -> Optional[Tuple[Node, Node]]:
+    """(cache, values) if node is index_put(cache, [None, positions], values) into a mutable buffer
+    that only this write reads, along dim 1, not accumulating."""
+    if not _call(node, aten.index_put.default) or node.kwargs.get("accumulate", False):
+        return None
+    if len(node.args) > 3 and node.args[3]:
+        return None
+    cache, indices, values = node.args[:3]
+    if list(indices) != [None, positions] or not isinstance(values, Node):
+        return None
+    if cache.op != "placeholder" or cache.name not in state or len(cache.users) != 1:
+        return None
+    return cache, values
+
+
+def _rope_kv_match(node: Node, state: frozenset) -> Optional[Tuple[Tuple[Node, ...], Node, Node, Node]]:
+    """((q, k, v, cos, sin, k_cache, v_cache, input_pos), rope(q), k_new, v_new) where node is the
+    attention over the caches that the pattern above feeds."""
+    rope = exir_ops.edge.et_vk.vkd_rope.default
+    if not _call(node, exir_ops.edge.et_vk.vkd_sdpa_kv_cache.default) or len(node.args) < 4:
+        return None
+    q_rot, k_new, v_new, positions = node.args[:4]
+    k_write, v_write = _cache_write(k_new, positions, state), _cache_write(v_new, positions, state)
+    if not _call(q_rot, rope) or k_write is None or v_write is None:
+        return None
+    (k_cache, k_rot), (v_cache, v) = k_write, v_write
+    if not _call(k_rot, rope) or list(k_rot.args[1:]) != list(q_rot.args[1:]) or len(k_rot.users) != 1:
+        return None
+    if set(q_rot.users) != {node}:
+        return None
+    for update in (k_new, v_new):
+        if any(user is not node and user.op != "output" for user in update.users):
+            return None
+    q, (k, cos, sin) = q_rot.args[0], k_rot.args
+    return (q, k, v, cos, sin, k_cache, v_cache, positions), q_rot, k_new, v_new
+
+
+def fuse_rope_kv_update(program: ExportedProgram, options: Dict) -> None:
+    from ..op_registry import REGISTRY  # (the registry imports the passes' ops)
+
+    graph = program.graph_module.graph
+    graph.eliminate_dead_code()  # the earlier fusions' leftovers (the transposes into sdpa) still read rope(q)
+    signature = program.graph_signature
+    mutated = set(signature.buffers_to_mutate.values())
+    state = frozenset(name for name, target in signature.inputs_to_buffers.items() if target in mutated)
+    target = exir_ops.edge.et_vk.vkd_rope_kv_update.default
+    for node in list(graph.nodes):
+        match = _rope_kv_match(node, state)
+        if match is None:
+            continue
+        operands, q_rot, k_new, v_new = match
+        fused = insert_call(graph, target, operands, node)
+        entry, _ = REGISTRY.lookup(fused)
+        if entry is None:  # shapes or dtypes the op does not take: leave the pattern as it is
+            graph.erase_node(fused)
+            continue
+        for index, replaced in enumerate((q_rot, k_new, v_new)):
+            with graph.inserting_before(node):
+                item = graph.call_function(operator.getitem, (fused, index))
+            item.meta["val"] = fused.meta["val"][index]
+            replaced.replace_all_uses_with(item)
+            if replaced is not q_rot:
+                # The buffer's mutation is now this output (the graph's output node uses it already).
+                signature.replace_all_uses(replaced.name, item.name)
+        k_rot = k_new.args[2]
+        for dead in (q_rot, k_new, v_new, k_rot):
+            graph.erase_node(dead)

@@ -35,7 +35,7 @@ from ..fx_nodes import (
     upper_bound_int,
     upper_bound_sizes,
 )
-from ..op_registry import REGISTRY, aliasing_op_names
+from ..op_registry import REGISTRY, aliasing_op_names, state_update_positions, state_updates
 from ..serialization.blob import serialize_graph
 from ..serialization.graph_ir import (
     BoolListValue,
@@ -73,7 +73,7 @@ def build_graph(edge_program: ExportedProgram, options: Dict = None) -> GraphIR:
     run_passes(edge_program, options or {})
     graph = _GraphBuilder(edge_program).build()
     aliasing = aliasing_op_names()
-    plan_memory(graph, lambda name: name in aliasing)
+    plan_memory(graph, lambda name: name in aliasing, state_update_positions)
     return graph
 
 
@@ -143,13 +143,15 @@ class _GraphBuilder:
         nodes = {node.name: node for node in self.program.graph.nodes}
         placeholders = {name: target for name, target in signature.inputs_to_buffers.items()}
         for output_name, target in signature.buffers_to_mutate.items():
-            update = nodes.get(output_name)
-            entry = REGISTRY.entry_for(update.target) if update is not None and update.op == "call_function" else None
-            buffer = update.args[0] if entry is not None and entry.updates_state else None
+            update, index = nodes.get(output_name), 0
+            if update is not None and update.target is operator.getitem:
+                update, index = update.args  # one output of a multi-output update
+            written = state_updates(update) if isinstance(update, Node) and update.op == "call_function" else []
+            buffer = next((item for item, output in written if output == index), None)
             if not (isinstance(buffer, Node) and placeholders.get(buffer.name) == target and len(buffer.users) == 1):
                 raise ValueError(
                     f"buffer {target} is mutated by {output_name}; a vkdelegate partition updates a buffer only "
-                    "in place, through an op that alone reads it (index_put)"
+                    "in place, through an op that alone reads it (index_put, vkd_rope_kv_update)"
                 )
 
     def _state(self, node: Node, target: str) -> int:

@@ -173,6 +173,8 @@ def main():
     ap.add_argument("--torch-mode", help="internal: run one PyTorch mode and print its JSON")
     ap.add_argument("--compile-timeout", type=int, default=120)
     ap.add_argument("--summarize", help="print the table of an llm_results.json")
+    ap.add_argument("--ours-only", action="store_true",
+                    help="leave PyTorch's side out (it does not depend on our .pte: a second bundle of one run)")
     args = ap.parse_args()
     if args.summarize:
         with open(args.summarize) as f:
@@ -190,7 +192,7 @@ def main():
     pte = os.path.join(HERE, manifest["pte"])
     for prompt in prompts:
         results["ours"][prompt] = run_runner(pte, prompt, steps, runs, profile=True)
-    for mode in ("eager", "graph", "compile"):
+    for mode in () if args.ours_only else ("eager", "graph", "compile"):
         t0 = time.perf_counter()
         try:
             r = subprocess.run([sys.executable, __file__, "--out", args.out, "--torch-mode", mode],

@@ -1,8 +1,10 @@
 """The cooperative-matrix float16 matmul's tile variants, the one table that
 glsl/gen_shaders.py builds the shaders' variants from (matmul_coop.glsl,
-matmul_coop_emu.glsl, matmul_coop2.glsl) and writes the runtime's table from
-(coopmm_variants.h: kCoopMmVariants in runtime/ops/matmul_choice.cpp, the names
-VKDELEGATE_COOPMM_TILE accepts); tests/test_coopmm.py reads it too.
+matmul_coop_emu.glsl, matmul_coop2.glsl; the quantized linear's qlinear_coop.glsl
+and qlinear_coop_emu.glsl the QLINEAR_TILES among them) and writes the runtime's
+table from (coopmm_variants.h: kCoopMmVariants in runtime/ops/matmul_choice.h, the
+names VKDELEGATE_COOPMM_TILE and VKDELEGATE_QLINEAR_COOP_TILE accept);
+tests/test_coopmm.py and tests/test_qlinear_coop.py read it too.
 
 A tile is BM x BN = (WM*FM*16) x (WN*FN*16) in WM x WN warps of FM x FN 16 x 16
 accumulators; STAGES shared buffers (1 for tiles whose two would not fit 48 KiB);
@@ -18,8 +20,9 @@ FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2")
 # 32 KiB); w: 128 x 256 (one buffer), w16 with BK 16 and two; wt: 256 x 128; q:
 # 128 x 128 in 4 warps of 64 x 64, q64 with BK 64 and one buffer; l64: l with BK 64,
 # one buffer; m: 64 x 64, 4 warps of 2 x 2, for products with few tiles; w2, wt2,
-# l2, l64p2: w, wt, l1, l64 with PREFETCH=2; c2_l, c2_l64, c2_w: 128 x 128 (BK 32,
-# 64) and 128 x 256 on matmul_coop2.glsl.
+# l2, l64p2: w, wt, l1, l64 with PREFETCH=2; h: 128 x 64 in 4 warps of 64 x 32, one
+# buffer (16 KiB: three workgroups an SM), for products of too few 128 x 128 tiles;
+# c2_l, c2_l64, c2_w: 128 x 128 (BK 32, 64) and 128 x 256 on matmul_coop2.glsl.
 #          name      wm wn fm fn stages bk prefetch coop2
 TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
          ("lt",      4, 2, 2, 4, 2, 32, 1, False),
@@ -36,6 +39,7 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
          ("wt2",     4, 2, 4, 4, 1, 32, 2, False),
          ("l2",      2, 4, 4, 2, 1, 32, 2, False),
          ("l64p2",   2, 4, 4, 2, 1, 64, 2, False),
+         ("h",       2, 2, 4, 2, 1, 32, 1, False),
          ("c2_l",    2, 4, 4, 2, 0, 32, 1, True),
          ("c2_l64",  2, 4, 4, 2, 0, 64, 1, True),
          ("c2_w",    2, 4, 4, 4, 0, 32, 1, True)]
@@ -43,10 +47,29 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"
 
+# The tiles of the weight-only quantized linear (qlinear_coop.glsl, for each of 4-
+# and 8-bit weights): l64 (128 x 128, BK 64: 32 bytes of int4 words per weight row
+# and stage) where its tiles fill the GPU several times, l1 where l64's 36 KiB of
+# shared memory do not fit, h (128 x 64) for fewer tiles, m (64 x 64) for fewest; l
+# (two buffers) to compare.
+QLINEAR_TILES = ("l64", "l1", "h", "m", "l")
+QLINEAR_SHADERS = ("qlinear_coop", "qlinear_coop_emu")
+
+
+def _tile_defines(v):
+    tile = [f"WM={v['wm']}", f"WN={v['wn']}", f"FM={v['fm']}", f"FN={v['fn']}",
+            f"STAGES={v['stages']}", f"BK={v['bk']}"]
+    if v["prefetch"] != 1:
+        tile.append(f"PREFETCH={v['prefetch']}")
+    return tile
+
 
 def shader_variants(shader):
     """(variant name, defines) of the shader `shader` (a file's name without .glsl),
     one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k)."""
+    if shader in QLINEAR_SHADERS:
+        return [(f"{shader}_{name}_b{bits}", _tile_defines(VARIANTS[name]) + ["B_KMAJOR=1", f"BITS={bits}"])
+                for name in QLINEAR_TILES for bits in (4, 8)]
     coop2 = shader == "matmul_coop2"
     if shader not in ("matmul_coop", "matmul_coop_emu", "matmul_coop2"):
         raise ValueError(f"{shader}.glsl has no cooperative-matrix tile variants")
@@ -58,10 +81,7 @@ def shader_variants(shader):
             tile = [f"BM={v['wm'] * v['fm'] * 16}", f"BN={v['wn'] * v['fn'] * 16}", f"BK={v['bk']}"]
             name = name[len(COOP2_PREFIX):]
         else:
-            tile = [f"WM={v['wm']}", f"WN={v['wn']}", f"FM={v['fm']}", f"FN={v['fn']}",
-                    f"STAGES={v['stages']}", f"BK={v['bk']}"]
-            if v["prefetch"] != 1:
-                tile.append(f"PREFETCH={v['prefetch']}")
+            tile = _tile_defines(v)
         for layout, kmajor in (("nb", 0), ("kb", 1)):
             out.append((f"{shader}_{name}_{layout}", tile + [f"B_KMAJOR={kmajor}"]))
     return out
@@ -77,5 +97,7 @@ def cpp_header():
             "#pragma once\n\n"
             "// The names VKDELEGATE_COOPMM_TILE accepts.\n"
             f'#define VKD_COOPMM_VARIANT_NAMES "{"|".join(VARIANTS)}"\n\n'
-            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2} (runtime/ops/matmul_choice.cpp).\n"
+            "// The names VKDELEGATE_QLINEAR_COOP_TILE accepts (qlinear_coop.glsl's tiles).\n"
+            f'#define VKD_QLINEAR_COOP_VARIANT_NAMES "{"|".join(QLINEAR_TILES)}"\n\n'
+            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2} (runtime/ops/matmul_choice.h).\n"
             f"#define VKD_COOPMM_VARIANT_ROWS \\\n{rows.replace(chr(10), ' ' + chr(92) + chr(10))}\n")

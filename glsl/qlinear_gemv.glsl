@@ -6,10 +6,7 @@
 // Bound by memory: the packed rows stream once, so a workgroup makes NC columns and its
 // invocations split K word by word (consecutive invocations, consecutive words: each
 // warp-wide load is one 128-byte line), U words of each column per invocation and step.
-// A word's values become floats without integer-to-float conversions (a quarter-rate
-// instruction on NVIDIA): biased to unsigned (u = q + 2^(bits-1)), a value moved into
-// the mantissa of 2^23 at its place (one and-or) is 2^23 + u * 2^place, and one fma
-// scales it back and subtracts the bias, exactly. The products sum in float per word,
+// Words decode as qlinear_gemv.glslh says. The products sum in float per word,
 // then scale once per word (as qlinear_rows.glsl); zero points: scale * (sum x q - z sum x).
 // X4: x read as vec4 (K a multiple of 4 and of the word's values); else scalar, K checked.
 #version 450
@@ -43,43 +40,7 @@ layout(set = 0, binding = 5) readonly buffer Bias { float bias_data[]; };
 
 shared float partial[NC][gl_WorkGroupSize.x];
 
-const uint MAGIC = 0x4B000000u;  // the float 2^23: its mantissa holds an integer below 2^23 exactly
-#if BITS == 4
-const uint BIAS = 0x88888888u;
-const int HI_SHIFT = 12;  // values 5..7 move to the places of 2..4 (bits 8..19)
-#else
-const uint BIAS = 0x80808080u;
-const int HI_SHIFT = 16;  // values 2..3 move to the places of 0..1
-#endif
-
-// u at bits [place * BITS, +BITS) of v, as the float 2^23 + u * 2^(place * BITS); then one fma
-// with the place's scale and offset (constants) gives u - 2^(bits-1), exactly.
-#define AT(v, place) uintBitsToFloat(((v) & (((1u << BITS) - 1u) << ((place) * BITS))) | MAGIC)
-#if BITS == 4
-#define VALUE(v, place, down, sub) fma(AT(v, place), down, sub)
-#define V0(v) VALUE(v, 0, 1.0, -8388616.0)          // -(2^23 + 8)
-#define V1(v) VALUE(v, 1, 0.0625, -524296.0)        // 2^-4, -(2^19 + 8)
-#define V2(v) VALUE(v, 2, 0.00390625, -32776.0)     // 2^-8, -(2^15 + 8)
-#define V3(v) VALUE(v, 3, 0.000244140625, -2056.0)  // 2^-12, -(2^11 + 8)
-#define V4(v) VALUE(v, 4, 0.0000152587890625, -136.0)  // 2^-16, -(2^7 + 8)
-#else
-#define VALUE(v, place, down, sub) fma(AT(v, place), down, sub)
-#define V0(v) VALUE(v, 0, 1.0, -8388736.0)     // -(2^23 + 128)
-#define V1(v) VALUE(v, 1, 0.00390625, -32896.0)  // 2^-8, -(2^15 + 128)
-#endif
-
-// The word's PER values as floats in [-2^(bits-1), 2^(bits-1)).
-void decode(uint word, out float q[PER]) {
-  const uint v = word ^ BIAS;
-  const uint h = v >> HI_SHIFT;
-#if BITS == 4
-  q[0] = V0(v), q[1] = V1(v), q[2] = V2(v), q[3] = V3(v), q[4] = V4(v);
-  q[5] = V2(h), q[6] = V3(h), q[7] = V4(h);
-#else
-  q[0] = V0(v), q[1] = V1(v);
-  q[2] = V0(h), q[3] = V1(h);
-#endif
-}
+#include "qlinear_gemv.glslh"
 
 void load_x(int w, out float xv[PER]) {
 #if X4
@@ -97,11 +58,6 @@ void load_x(int w, out float xv[PER]) {
     xv[e] = k < p.K ? x_data[k] : 0.0;  // the last word's padding values are 0, x past K is not read
   }
 #endif
-}
-
-int group_of(int w) {
-  // group_words_log2: log2 of the words per group where a power of two (31: one group), else -1.
-  return p.group_words_log2 >= 0 ? w >> p.group_words_log2 : w * PER / p.group_size;
 }
 
 void main() {

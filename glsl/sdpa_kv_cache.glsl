@@ -2,7 +2,9 @@
 // variant sdpa_kv_cache: CHECKED=1
 // variant sdpa_kv_cache_nocheck: CHECKED=0
 // Attention over a KV cache at positions (quant/library.py's vkd_sdpa_kv_cache), one
-// workgroup per query row (b, t, h):
+// workgroup per query row (b, t, h): the fallback of runtime/ops/attention.cpp for many
+// queries where sdpa_kv_tiled.glsl does not fit (head dims above its largest, or too
+// little shared memory):
 //   out[b, t, h] = softmax(q[b, t, h] . k[b, j, h / group] * scale) v[b, j, h / group], j = 0..pos[t]
 // q [B, T, H, E], caches [B, S, KVH, E] and [B, S, KVH, Ev], out [B, T, H, Ev], contiguous.
 // The positions are read on the GPU, so a row visits only its pos[t] + 1 keys (the work
@@ -24,32 +26,16 @@ layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
 layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
 layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
 layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
-#if CHECKED
 #define FAULT_BINDING 5
 #include "fault.glslh"
-#endif
-// params-struct: SdpaKvCacheParams
-layout(set = 0, binding = 5 + CHECKED) uniform Params {
-  int rows;       // B * T * H
-  int queries;    // T
-  int heads;      // H
-  int group;      // H / KVH
-  int cache_len;  // S
-  int kv_heads;   // KVH
-  int E;
-  int Ev;
-  float scale;
-  int index_words;  // per position (2: int64 storage)
-  int pad1;
-  int pad2;
-} p;
+#include "sdpa_kv_params.glslh"
 
 shared float q_row[MAX_E];
 #include "online_softmax.glslh"
 
 void main() {
   const int row = int(flat_group());
-  if (row >= p.rows) return;  // uniform across the workgroup
+  if (row >= p.batch * p.queries * p.heads) return;  // uniform across the workgroup
   const int t = int(gl_LocalInvocationID.x);
   const int n = int(gl_WorkGroupSize.x);
   const int b = row / (p.queries * p.heads);

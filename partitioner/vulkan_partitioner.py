@@ -11,7 +11,7 @@ theirs is supported, so that the partition computes the sizes it needs; an op
 taking a symbolic int is supported only if that int's node is.
 
 State (a KV cache): a mutable buffer whose one user is an op that updates it
-in place (OpEntry.updates_state: index_put) goes into that op's partition with
+in place (OpEntry.updates_state: index_put, vkd_rope_kv_update) goes into that op's partition with
 its mutation, so the delegate owns it: it lives on the GPU across executes and
 never crosses to the host (preprocess makes it a state tensor).
 """
@@ -41,7 +41,7 @@ from ..fx_nodes import (
     upper_bound_int,
     upper_bound_sizes,
 )
-from ..op_registry import REGISTRY, OpRegistry
+from ..op_registry import REGISTRY, OpRegistry, state_updates
 from ..serialization.torch_dtypes import SCHEMA_DTYPES
 
 logger = logging.getLogger("vkdelegate")
@@ -65,13 +65,13 @@ def mutable_buffer_placeholders(exported_program: ExportedProgram) -> FrozenSet[
 
 
 def _state_update_reason(node: Node, mutable: FrozenSet[str]) -> Optional[str]:
-    """Why an in-place update op (OpEntry.updates_state) cannot own its first argument."""
-    target = node.args[0]
-    if not isinstance(target, Node) or target.op != "placeholder" or target.name not in mutable:
-        return "it updates in place only a mutable buffer of the program (such as a KV cache)"
-    if len(target.users) != 1:
-        others = sorted(user.name for user in target.users if user is not node)
-        return f"buffer {target.name} is also read by {others}; only its update may read it"
+    """Why an in-place update op (OpEntry.updates_state) cannot own the buffers it writes."""
+    for target, _ in state_updates(node):
+        if not isinstance(target, Node) or target.op != "placeholder" or target.name not in mutable:
+            return "it updates in place only a mutable buffer of the program (such as a KV cache)"
+        if len(target.users) != 1:
+            others = sorted(user.name for user in target.users if user is not node)
+            return f"buffer {target.name} is also read by {others}; only its update may read it"
     return None
 
 

@@ -108,3 +108,32 @@ def _sdpa_kv_cache_fake(q, k_cache, v_cache, input_pos, scale=None):
 sdpa_kv_cache = define(
     "vkd_sdpa_kv_cache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor input_pos, float? scale=None) -> Tensor",
     _sdpa_kv_cache_reference, _sdpa_kv_cache_fake)
+
+
+def _check_positions(input_pos, cache_len):
+    if bool(((input_pos < 0) | (input_pos >= cache_len)).any()):
+        raise IndexError(f"input_pos {input_pos.tolist()} out of range for a cache of {cache_len} positions")
+
+
+def _rope_kv_update_reference(q, k, v, cos, sin, k_cache, v_cache, input_pos):
+    _check_positions(input_pos, k_cache.shape[1])
+    rows = input_pos.long()  # index_copy_ takes int64 only
+    k_new = k_cache.clone().index_copy_(1, rows, _rope_reference(k, cos, sin))
+    v_new = v_cache.clone().index_copy_(1, rows, v)
+    return _rope_reference(q, cos, sin), k_new, v_new
+
+
+def _rope_kv_update_fake(q, k, v, cos, sin, k_cache, v_cache, input_pos):
+    return torch.empty_like(q), torch.empty_like(k_cache), torch.empty_like(v_cache)
+
+
+# Rotary embedding of q and k and the KV-cache writes of one attention layer: q [B, T, H, D],
+# k and v [B, T, KVH, D], cos and sin [T, 1, D], caches [B, S, KVH, D], input_pos [T] (int,
+# data; each in [0, S)). Returns (rope(q), k_cache with rope(k) written at the positions along
+# dim 1, v_cache with v written there). The runtime writes the caches in place (they are delegate
+# state); backends/rope_fusion.py makes it from two vkd_rope and two index_put feeding
+# vkd_sdpa_kv_cache.
+rope_kv_update = define(
+    "vkd_rope_kv_update(Tensor q, Tensor k, Tensor v, Tensor cos, Tensor sin, Tensor k_cache, Tensor v_cache, "
+    "Tensor input_pos) -> (Tensor, Tensor, Tensor)",
+    _rope_kv_update_reference, _rope_kv_update_fake)

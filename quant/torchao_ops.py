@@ -134,6 +134,49 @@ embedding_qw = define(
 )
 
 
+def _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual):
+    count = len(packed_weights)
+    if not 1 <= count <= 3 or not count == len(scales) == len(zeros) == len(biases):
+        raise ValueError("vkd_linear_qw_fused: 1 to 3 weights, each with its scales, zero points and bias")
+    if silu_mul and (count != 2 or packed_weights[0].shape[0] != packed_weights[1].shape[0]):
+        raise ValueError("vkd_linear_qw_fused: silu_mul takes two weights of one N")
+    if residual is not None and not silu_mul and count != 1:
+        raise ValueError("vkd_linear_qw_fused: a residual needs one output (one weight, or silu_mul)")
+
+
+def _linear_qw_fused(x, packed_weights, scales, zeros, biases, bits, group_size, norm_shape, norm_weight, norm_eps,
+                     silu_mul, residual):
+    _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual)
+    if norm_shape:
+        x = F.rms_norm(x, list(norm_shape), norm_weight, norm_eps)
+    outs = [_linear_qw(x, *parts, bits, group_size) for parts in zip(packed_weights, scales, zeros, biases)]
+    if silu_mul:
+        outs = [F.silu(outs[0]) * outs[1]]
+    if residual is not None:
+        outs = [residual + outs[0]]
+    return outs
+
+
+def _linear_qw_fused_fake(x, packed_weights, scales, zeros, biases, bits, group_size, norm_shape, norm_weight,
+                          norm_eps, silu_mul, residual):
+    _check_linear_qw_fused(packed_weights, scales, zeros, biases, silu_mul, residual)
+    count = 1 if silu_mul else len(packed_weights)
+    return [x.new_empty(tuple(x.shape[:-1]) + (packed.shape[0],)) for packed in packed_weights[:count]]
+
+
+# Weight-only linears of one input, fused (backends/linear_fusion.py makes it; op_registry.py's
+# vkd_linear_qw_fused entry says what it computes): optionally x = rms_norm(x, norm_shape, norm_weight,
+# norm_eps) first (norm_shape empty: none), then x @ W_j^T + bias_j for each weight, then silu(out_0) *
+# out_1 (silu_mul: one output), then + residual (one output).
+linear_qw_fused = define(
+    "vkd_linear_qw_fused(Tensor x, Tensor[] packed_weights, Tensor[] scales, Tensor?[] zeros, Tensor?[] biases, "
+    "int bits, int group_size, int[] norm_shape, Tensor? norm_weight, float norm_eps, bool silu_mul, "
+    "Tensor? residual) -> Tensor[]",
+    _linear_qw_fused,
+    _linear_qw_fused_fake,
+)
+
+
 # ----------------------------------------------------------------------------
 # Patterns (shared by the registry checks and the fusion pass)
 

@@ -25,9 +25,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Vulkan loader and headers, lavapipe (Vulkan on the CPU), the validation layer,
-# the shader compiler, flatbuffers and zlib (the blob's checksum).
+# the shader compiler, flatbuffers, zlib (the blob's checksum) and RE2 (the runner's tokenizer).
 APT_PACKAGES="mesa-vulkan-drivers libvulkan-dev glslc spirv-tools vulkan-tools
-  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev zlib1g-dev ninja-build g++"
+  vulkan-validationlayers flatbuffers-compiler libflatbuffers-dev zlib1g-dev ninja-build g++ libre2-dev"
 missing=""
 for p in $APT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -60,6 +60,12 @@ else
 fi
 
 phase_done "glslc"
+
+# The tokenizer sources for vkdelegate_runner --tokenizer (CMakeLists.txt builds them when there).
+if ! bash scripts/fetch_tokenizers.sh; then
+  echo "[setup] no pytorch_tokenizers sources: vkdelegate_runner is built without --tokenizer"
+fi
+phase_done "tokenizer-sources"
 
 echo "[setup] building vkdelegate"
 pip_install --no-build-isolation -e .

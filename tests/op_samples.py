@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp, rope, sdpa_kv_cache
+from vkdelegate.quant.library import conv2d_clamp, rope, rope_kv_update, sdpa_kv_cache
 
 
 @dataclass(frozen=True)
@@ -1035,6 +1035,9 @@ def _sdpa_kv_cache_samples() -> List[SampleCase]:
                    (_values(1, 3, 4, 8), _values(1, 9, 2, 8), _values(1, 9, 2, 8), torch.tensor([0, 1, 2]))),
         SampleCase("decode_last_position_int32", call,
                    (_values(1, 1, 3, 5), _values(1, 6, 1, 5), _values(1, 6, 1, 5), torch.tensor([5], dtype=torch.int32))),
+        # Past the split path's 16 queries: the tiled kernel (runtime/ops/attention.cpp).
+        SampleCase("gqa4_t20_tiled", call,
+                   (_values(1, 20, 8, 8), _values(1, 24, 2, 8), _values(1, 24, 2, 8), torch.arange(4, 24))),
     ]
 
 
@@ -1058,6 +1061,36 @@ def _index_put_samples() -> List[SampleCase]:
         SampleCase("cache_dim2", _StateWrite((1, 2, 9, 4), 2), (_values(1, 2, 3, 4), torch.tensor([6, 0, 2]))),
         SampleCase("dim0_int32_index", _StateWrite((5, 3), 0), (_values(2, 3), torch.tensor([4, 1], dtype=torch.int32))),
         SampleCase("int64_state", _StateWrite((4, 6), 1, torch.int64), (_ints(4, 2), torch.tensor([5, 3]))),
+    ]
+
+
+class _RopeKvWrite(torch.nn.Module):
+    """vkd_rope_kv_update into two cache buffers (state), then the caches read."""
+
+    def __init__(self, cache_shape):
+        super().__init__()
+        self.register_buffer("k_cache", torch.zeros(cache_shape))
+        self.register_buffer("v_cache", torch.zeros(cache_shape))
+
+    def forward(self, q, k, v, cos, sin, positions):
+        q_rot, k_new, v_new = rope_kv_update.default(q, k, v, cos, sin, self.k_cache, self.v_cache, positions)
+        self.k_cache.copy_(k_new)
+        self.v_cache.copy_(v_new)
+        return q_rot, k_new * 2, v_new * 2
+
+
+@_seeded
+def _rope_kv_update_samples() -> List[SampleCase]:
+    def case(name, heads, kv_heads, head_dim, cache_len, positions):
+        length = len(positions)
+        return SampleCase(name, _RopeKvWrite((1, cache_len, kv_heads, head_dim)),
+                          (_values(1, length, heads, head_dim), _values(1, length, kv_heads, head_dim),
+                           _values(1, length, kv_heads, head_dim), _values(length, 1, head_dim),
+                           _values(length, 1, head_dim), positions))
+
+    return [
+        case("gqa2_prefill_t3", 4, 2, 8, 9, torch.tensor([0, 4, 8])),
+        case("decode_last_position_int32", 3, 1, 6, 5, torch.tensor([4], dtype=torch.int32)),
     ]
 
 
@@ -1173,6 +1206,13 @@ def _sdpa_samples() -> List[SampleCase]:
 def _rms_norm_samples() -> List[SampleCase]:
     return [
         SampleCase("module_7x13", torch.nn.RMSNorm(13), (_values(7, 13),)),
+        # One decode row of a Llama's width: 4-vectors, a 256-wide workgroup (second: fp16 runs it too).
+        SampleCase("no_weight_one_row_2048", _Call(lambda x: _F.rms_norm(x, (2048,), None, 1e-5)), (_values(1, 1, 2048),)),
+        SampleCase("d1", _Call(lambda x: _F.rms_norm(x, (1,))), (_values(5, 1),)),
+        SampleCase("d7_weight", torch.nn.RMSNorm(7, eps=1e-5), (_values(4, 7),)),
+        SampleCase("d1031_weight", _Call(lambda x, w: _F.rms_norm(x, (1031,), w, 1e-5), _values(1031)), (_values(3, 1031),)),
+        # 1025 4-vectors over a 512-wide workgroup: three strided passes.
+        SampleCase("d4100_weight_rows", _Call(lambda x, w: _F.rms_norm(x, (4100,), w, 1e-5), _values(4100)), (_values(2, 4100),)),
         SampleCase("eps_none_no_weight", _Call(lambda x: _F.rms_norm(x, (33,))), (_values(2, 9, 33),)),
         SampleCase("two_dims_eps", torch.nn.RMSNorm([5, 7], eps=1e-3), (_values(3, 5, 7),)),
         SampleCase("random_weight_rank5", _Call(lambda x, w: _F.rms_norm(x, (3,), w, 1e-6), _values(3)), (_values(2, 1, 3, 2, 3),)),
@@ -1508,6 +1548,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "index_select": _index_select_samples,
     "index_put": _index_put_samples,
     "rope": _rope_samples,
+    "rope_kv_update": _rope_kv_update_samples,
     "gather": _gather_samples,
     "index": _index_tensor_samples,
     "embedding": _embedding_samples,
@@ -1528,6 +1569,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "torchao_quantize_affine": lambda: _cases(torchao_samples.linear_flows(True))[:4],
     "torchao_choose_qparams_affine": lambda: _cases(torchao_samples.linear_flows(True))[4:],
     "vkd_linear_qw": lambda: _fused_op_cases("vkd_linear_qw"),
+    "vkd_linear_qw_fused": lambda: [SampleCase(*case) for case in torchao_samples.fused_linears_cases()],
     "vkd_linear_dq8a_qw": lambda: _fused_op_cases("vkd_linear_dq8a_qw"),
     "vkd_embedding_qw": lambda: _fused_op_cases("vkd_embedding_qw"),
     "linear_gguf": _linear_gguf_samples,

@@ -171,17 +171,20 @@ def _decode_dispatches(pte: str) -> int:
     return rt.loaded_execute_stats()[-1]["dispatches"]
 
 
-def test_decode_dispatches_per_layer(programs, tmp_path):
-    """A layer's decode step: 7 matmuls, 2 rms_norm, 2 rope, 2 cache writes, 1 attention over the cache
-    (no head transposes), silu, mul, 2 adds: 18 dispatches (22 with sdpa over the transposed cache)."""
-    pte, eager = programs("none")
+@pytest.mark.parametrize("quant, expected", [("none", 16), ("int4", 7)])
+def test_decode_dispatches_per_layer(programs, tmp_path, quant, expected):
+    """A layer's decode step, float: 7 matmuls, 2 rms_norm, rope of q and k with both cache writes in one
+    dispatch, the attention over the cache (no head transposes; split along the keys, then its reduce: 2),
+    silu, mul, 2 adds: 16 dispatches. int4: the linears fused (backends/linear_fusion.py) into
+    [rms_norm + q/k/v], [wo + residual], [rms_norm + w1/w3 + silu * mul], [w2 + residual]: 7."""
+    pte, eager = programs(quant)
     one_layer = llm.build_model("tiny", MAX_SEQ_LEN, seed=3, vocab=eager.output.weight.shape[0])
     one_layer.layers = one_layer.layers[:1]
     path = tmp_path / "one_layer.pte"
-    path.write_bytes(llm.export_llm(one_layer).buffer)
+    path.write_bytes(llm.export_llm(one_layer, quant).buffer)
     layers = len(eager.layers)
     per_layer = (_decode_dispatches(pte) - _decode_dispatches(str(path))) // (layers - 1)
-    assert per_layer == 18
+    assert per_layer == expected
 
 
 def test_state_bytes_are_the_caches(programs):
@@ -310,3 +313,19 @@ def test_cpp_runner_generation_loop_gives_eager_tokens(tmp_path, tokenizer_json,
     r = runner("--prompt-tokens", str(MAX_SEQ_LEN - 6), "--generate", "7")
     assert r.returncode == 1 and f"need {MAX_SEQ_LEN + 1} positions" in r.stderr and f"holds {MAX_SEQ_LEN}" in r.stderr
 
+
+def test_int4_prefill_takes_the_coop_kernel(programs):
+    """A 40-token prompt: the int4 linears (40 rows) take the emulated cooperative-matrix
+    kernel (qlinear_coop.glsl rounds x and the dequantized weights to half), and the
+    logits agree with eager on the same dequantized weights within that rounding."""
+    pte, eager = programs("int4")
+    with rt.overrides(COOPMAT_EMULATE=True):
+        method = Runtime.get().load_program(pte).load_method("forward")
+    assert any(s.startswith("qlinear_coop_emu_") for s in rt.loaded_shaders()[-1]), rt.loaded_shaders()[-1]
+    vocab = eager.output.weight.shape[0]
+    prompt = torch.randint(3, vocab, (40,), generator=torch.Generator().manual_seed(40)).tolist()
+    eager.reset_cache()
+    expected = eager_step(eager, prompt, 0)
+    actual = method.execute([torch.tensor([prompt]), torch.arange(40)])[0]
+    assert int(actual[0, -1].argmax()) == int(expected[0, -1].argmax())
+    assert 1e-5 < relative_error(actual, expected) <= 1e-2  # the half rounding shows: the coop kernel ran

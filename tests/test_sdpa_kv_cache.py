@@ -1,7 +1,9 @@
-"""et_vk.vkd_sdpa_kv_cache (glsl/sdpa_kv_cache.glsl) against eager sdpa with the position mask it
-replaces, and its fusion (backends/attention_fusion.py). The op runs alone in a small blob, so each
-case costs milliseconds: odd sizes, decode and prefill, positions at the cache's end, grouped-query
-ratios 1, 3 and 4, head dims 64 and odd ones, float32 and float16."""
+"""et_vk.vkd_sdpa_kv_cache against eager sdpa with the position mask it replaces, and its fusion
+(backends/attention_fusion.py). The op runs alone in a small blob, so each case costs milliseconds.
+runtime/ops/attention.cpp takes the split path (glsl/sdpa_kv_split.glsl + sdpa_kv_reduce.glsl) for
+up to SPLIT_MAX_QUERIES queries, else the tiled kernel (sdpa_kv_tiled.glsl, head dims up to 128) or,
+above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes, positions at
+chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and float16."""
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,9 @@ import vkdelegate.runtime as rt
 from vkdelegate.quant.library import sdpa_kv_cache
 from vkdelegate.serialization.blob import serialize_graph
 from vkdelegate.serialization.graph_ir import DType, GraphIR, NullValue, OpCall, TensorValue
+
+SPLIT_MAX_QUERIES = 16  # runtime/ops/attention.cpp: kSplitMaxQueries
+SPLIT_MIN_CHUNK = 32  # kSplitMinChunk: the chunk of a short cache
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int64: DType.int64,
            torch.int32: DType.int32}
@@ -47,6 +52,25 @@ CASES = [
     pytest.param(1, 7, 6, 2, 17, 17, 40, 33, id="t7_near_end_ratio3_d17"),
     pytest.param(1, 19, 8, 2, 24, 9, 19, 0, id="prefill_whole_cache_ratio4_dv9"),
     pytest.param(2, 3, 4, 1, 8, 8, 70, 66, id="batch2_ratio4_more_keys_than_a_workgroup"),
+    # The split path (one query): positions 0, 1, the last of a chunk, the first of the next, S - 1.
+    pytest.param(1, 1, 32, 4, 64, 64, 200, 0, id="decode_position0_ratio8"),
+    pytest.param(1, 1, 32, 4, 64, 64, 200, 1, id="decode_position1_ratio8"),
+    pytest.param(1, 1, 8, 4, 64, 64, 200, SPLIT_MIN_CHUNK - 1, id="decode_chunk_end_ratio2"),
+    pytest.param(1, 1, 8, 4, 64, 64, 200, SPLIT_MIN_CHUNK, id="decode_next_chunk_ratio2"),
+    pytest.param(1, 1, 32, 4, 64, 64, 200, 199, id="decode_cache_end_ratio8"),
+    pytest.param(2, 2, 6, 6, 33, 40, 90, 57, id="split_batch2_ratio1_odd_dims"),
+    pytest.param(1, 1, 40, 1, 96, 96, 1100, 1098, id="decode_ratio40_long_cache_heads_split"),
+    pytest.param(1, SPLIT_MAX_QUERIES, 8, 1, 200, 80, 64, 40, id="split_at_its_query_limit_d200"),
+    # S * KVH above 256 chunks of 32: chunks of 64 keys, a key tile and a ragged one per chunk.
+    pytest.param(1, 1, 8, 4, 40, 40, 2100, 2099, id="decode_chunks_of_64_cache_end"),
+    pytest.param(1, 2, 8, 4, 40, 40, 2100, 100, id="decode_chunks_of_64_ragged_chunk"),
+    # The tiled path: several blocks of query rows, a ragged last one, key tiles of 32 and 16.
+    pytest.param(1, SPLIT_MAX_QUERIES + 1, 8, 4, 64, 64, 64, 0, id="tiled_past_the_split_limit_ratio2"),
+    pytest.param(1, 45, 32, 4, 64, 64, 128, 10, id="tiled_ratio8_ragged_blocks"),
+    pytest.param(2, 37, 4, 4, 17, 23, 50, 13, id="tiled_batch2_ratio1_odd_dims"),
+    pytest.param(1, 33, 6, 2, 128, 100, 80, 47, id="tiled_d128_ratio3_at_the_cache_end"),
+    # Head dims above the tiled kernel's: a workgroup per row.
+    pytest.param(1, 20, 4, 2, 160, 160, 30, 5, id="rows_d160"),
 ]
 
 
@@ -67,32 +91,41 @@ def test_matches_eager_sdpa_with_the_position_mask(dtype, batch, length, heads, 
     # The eager reference of the op (what export runs) agrees too.
     torch.testing.assert_close(sdpa_kv_cache.default(q.float(), k_cache.float(), v_cache.float(), positions),
                                expected, atol=1e-5, rtol=1e-5)
-    assert graph.execute_stats()["dispatches"] == 1
+    # Split: the chunks and their reduce; else one kernel.
+    assert graph.execute_stats()["dispatches"] == (2 if length <= SPLIT_MAX_QUERIES else 1)
 
 
-def test_positions_are_data_and_out_of_order_positions_each_see_their_own_prefix():
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("length", [3, 40])  # the split and the tiled path
+def test_positions_are_data_and_out_of_order_positions_each_see_their_own_prefix(length, index_dtype):
     torch.manual_seed(0)
-    q, k_cache, v_cache = torch.randn(1, 3, 2, 16), torch.randn(1, 12, 1, 16), torch.randn(1, 12, 1, 16)
-    graph = op_graph(q, k_cache, v_cache, torch.tensor([0, 0, 0]))
-    for positions in (torch.tensor([7, 2, 11]), torch.tensor([0, 5, 1])):
+    q, k_cache, v_cache = torch.randn(1, length, 4, 16), torch.randn(1, 70, 2, 16), torch.randn(1, 70, 2, 16)
+    graph = op_graph(q, k_cache, v_cache, torch.zeros(length, dtype=index_dtype))
+    for positions in (torch.tensor([7, 2, 69] * 20)[:length], torch.tensor([0, 35, 1, 64] * 10)[:length],
+                      torch.randperm(70)[:length]):
+        positions = positions.to(index_dtype)
         (out,) = graph.run([t.numpy() for t in (q, k_cache, v_cache, positions)])
         torch.testing.assert_close(torch.from_numpy(out), masked_sdpa(q, k_cache, v_cache, positions),
                                    atol=1e-5, rtol=1e-5)
     assert graph.execute_stats()["records"] == 1  # new positions replay the recorded commands
 
 
+@pytest.mark.parametrize("length", [2, 20])  # the split and the tiled path
 @pytest.mark.parametrize("position", [12, 40, -1])
-def test_a_position_outside_the_cache_is_an_error(position):
-    q, k_cache, v_cache = torch.randn(1, 2, 2, 8), torch.randn(1, 12, 2, 8), torch.randn(1, 12, 2, 8)
-    graph = op_graph(q, k_cache, v_cache, torch.tensor([0, 1]))
-    inputs = [q.numpy(), k_cache.numpy(), v_cache.numpy(), np.array([3, position])]
+def test_a_position_outside_the_cache_is_an_error(position, length):
+    q, k_cache, v_cache = torch.randn(1, length, 2, 8), torch.randn(1, 12, 2, 8), torch.randn(1, 12, 2, 8)
+    graph = op_graph(q, k_cache, v_cache, torch.zeros(length, dtype=torch.int64))
+    good = np.arange(length) % 12
+    bad = good.copy()
+    bad[-1] = position
+    inputs = [q.numpy(), k_cache.numpy(), v_cache.numpy(), bad]
     with pytest.raises(rt.GraphError, match=f"index {position} is out of range for dimension 1 of size 12"):
         graph.run(inputs)
     with pytest.raises(IndexError, match="out of range"):
-        sdpa_kv_cache.default(q, k_cache, v_cache, torch.tensor([3, position]))
+        sdpa_kv_cache.default(q, k_cache, v_cache, torch.from_numpy(bad))
     # The graph still runs.
-    (out,) = graph.run(inputs[:3] + [np.array([3, 11])])
-    torch.testing.assert_close(torch.from_numpy(out), masked_sdpa(q, k_cache, v_cache, torch.tensor([3, 11])),
+    (out,) = graph.run(inputs[:3] + [good])
+    torch.testing.assert_close(torch.from_numpy(out), masked_sdpa(q, k_cache, v_cache, torch.from_numpy(good)),
                                atol=1e-5, rtol=1e-5)
 
 

@@ -57,6 +57,7 @@ def test_tile_settings_accept_the_variant_tables_names():
     assert values["VKDELEGATE_COOPCONV_TILE"] == list(conv.COOP)
     assert values["VKDELEGATE_TILED_CONV"] == ["0", "1"] + list(conv.TILED)
     assert values["VKDELEGATE_COOPMM_TILE"] == list(coopmm.VARIANTS)
+    assert values["VKDELEGATE_QLINEAR_COOP_TILE"] == list(coopmm.QLINEAR_TILES)
 
 
 def test_every_variable_named_is_in_the_table():

@@ -79,6 +79,60 @@ class FusedCall(torch.nn.Module):
         return self.op(x, self.packed, self.scales, self.zeros, self.bias, self.bits, self.group_size)
 
 
+class FusedLinearsCall(torch.nn.Module):
+    """Calls et_vk.vkd_linear_qw_fused with constant quantized weights (buffers)."""
+
+    def __init__(self, weights, bits, group_size, norm_weight=None, norm=False, silu_mul=False, residual=False):
+        super().__init__()
+        self.count, self.bits, self.group_size = len(weights), bits, group_size
+        self.norm, self.silu_mul, self.residual = norm, silu_mul, residual
+        # Absent tensors as plain None attributes: torch.export miscounts a None buffer before others.
+        for j, (packed, scales, zeros, bias) in enumerate(weights):
+            for name, value in (("packed", packed), ("scales", scales), ("zeros", zeros), ("bias", bias)):
+                if value is None:
+                    setattr(self, f"{name}{j}", None)
+                else:
+                    self.register_buffer(f"{name}{j}", value)
+        if norm_weight is None:
+            self.norm_weight = None
+        else:
+            self.register_buffer("norm_weight", norm_weight)
+
+    def forward(self, x, *residual):
+        parts = [[getattr(self, f"{name}{j}") for j in range(self.count)] for name in ("packed", "scales", "zeros", "bias")]
+        return torchao_ops.linear_qw_fused(x, *parts, self.bits, self.group_size, [x.shape[-1]] if self.norm else [],
+                                           self.norm_weight, 1e-5, self.silu_mul, residual[0] if residual else None)
+
+
+def fused_linears_cases() -> List[Tuple[str, torch.nn.Module, Tuple[torch.Tensor, ...]]]:
+    """(case id, module, inputs) of vkd_linear_qw_fused: 1-3 weights, odd N, with and without the
+    norm (and its weight), each epilogue, int4 and int8, one row (the fused kernel) and more."""
+    torch.manual_seed(0)
+    cases = []
+    for case_id, k, ns, bits, group, asym, bias, norm, gamma, silu_mul, residual, sizes in (
+        ("qkv_norm_int4_k64_g16_n37_5_5_m1", 64, (37, 5, 5), 4, 16, False, False, True, True, False, False, (1, 1, 64)),
+        ("qkv_norm_int4_k64_g16_n37_5_5_m3", 64, (37, 5, 5), 4, 16, False, False, True, True, False, False, (1, 3, 64)),
+        ("pair_silu_norm_int4_k96_g32_n37_m1", 96, (37, 37), 4, 32, False, False, True, True, True, False, (1, 96)),
+        ("pair_silu_norm_int4_k96_g32_n37_m3", 96, (37, 37), 4, 32, True, True, True, True, True, False, (1, 3, 96)),
+        ("residual_int4_k64_g32_n37_m1", 64, (37,), 4, 32, False, False, False, False, False, True, (1, 1, 64)),
+        ("residual_int8_asym_bias_k96_g24_n5_m3", 96, (5,), 8, 24, True, True, False, False, False, True, (3, 96)),
+        ("all_int8_asym_bias_k39_per_row_m1", 39, (11, 11), 8, 39, True, True, True, False, True, True, (1, 39)),
+        ("all_int8_asym_bias_k39_per_row_m3", 39, (11, 11), 8, 39, True, True, True, False, True, True, (3, 39)),
+        ("two_int8_k36_g12_n5_11_m1", 36, (5, 11), 8, 12, False, True, False, False, False, False, (1, 36)),
+        ("pair_silu_int8_k36_g12_n5_m3", 36, (5, 5), 8, 12, False, False, False, False, True, False, (3, 36)),
+        ("three_norm_int4_k40_g8_bias_m1", 40, (3, 200, 9), 4, 8, True, True, True, False, False, False, (1, 40)),
+        ("three_norm_int4_k40_g8_bias_m3", 40, (3, 200, 9), 4, 8, True, True, True, False, False, False, (3, 40)),
+    ):
+        weights = [random_quantized_weight(n, k, bits, group, asym) + (torch.randn(n) if bias else None,) for n in ns]
+        norm_weight = torch.rand(k) + 0.5 if gamma else None
+        module = FusedLinearsCall(weights, bits, group, norm_weight, norm, silu_mul, residual)
+        inputs = (torch.randn(sizes) * 2.0,)
+        if residual:
+            inputs += (torch.randn(sizes[:-1] + (ns[0],)),)
+        cases.append((case_id, module, inputs))
+    return cases
+
+
 def random_quantized_weight(rows, cols, bits, group_size, asymmetric):
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     groups = cols // group_size
@@ -107,6 +161,7 @@ def fused_op_cases(op_name: str) -> List[Tuple[str, torch.nn.Module, Tuple[torch
         ("int4_k64_g16_n33", 64, 33, 4, 16, False, False, (1, 64)),
         ("int8_k39_g13_n5_rank3", 39, 5, 8, 39, True, True, (2, 3, 39)),
         ("int8_k96_g24_n11", 96, 11, 8, 24, False, True, (17, 96)),
+        ("int4_k64_g32_n37_m33_asym", 64, 37, 4, 32, True, True, (33, 64)),  # prefill rows: 33 (ragged tiles)
     ):
         packed, scales, zeros = random_quantized_weight(n, k, bits, group, asym)
         b = torch.randn(n) if bias else None

@@ -627,8 +627,8 @@ void ComputeGraph::alias_state(int out, int state) {
   Tensor& s = tensor(state);
   Tensor& o = tensor(out);
   if (!s.is_state) {
-    fail("updates its first argument in place, so that argument must be a state tensor (a mutable buffer "
-         "the delegate owns, such as a KV cache)");
+    fail("updates value " + std::to_string(state) + " in place, so that argument must be a state tensor (a "
+         "mutable buffer the delegate owns, such as a KV cache)");
   }
   if (s.dtype != o.dtype) fail("the output's dtype differs from the state's");
   if (o.constant_id >= 0 || o.mem_obj_id >= 0 || o.is_state) {

@@ -110,6 +110,9 @@ class ComputeGraph {
   const IntList& get_int_list(int id);
   SymInt& symint(int id);
   const ValueList& get_value_list(int id);
+  // A node added so far, to adjust one that another op's build function added (its window,
+  // its update) where an op records others' kernels.
+  Node& node(size_t i) { return nodes_.at(i); }
   // Adds a dispatch node; `tensors` are bound in order (outputs first).
   Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
                  std::vector<int> tensors, UpdateFn update);
@@ -126,9 +129,9 @@ class ComputeGraph {
   // graph's settings turn the checks off (NO_GPU_CHECKS): take the shader's
   // unchecked variant then. Take references to values only after this call.
   int add_fault_slot();
-  // An op that updates a state tensor in place (index_put into a KV cache): its
-  // output value becomes the state tensor's storage, so the node that writes it
-  // writes the state, and later readers of the output read the updated state.
+  // An op that updates a state tensor in place (index_put or vkd_rope_kv_update into a
+  // KV cache): its output value becomes the state tensor's storage, so the node that
+  // writes it writes the state, and later readers of the output read the updated state.
   void alias_state(int out, int state);
   // Adds a node without a dispatch whose output shares the storage of its input.
   // Memory planning must have put both in one object (OpEntry.aliases_input).

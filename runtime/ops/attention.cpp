@@ -1,10 +1,11 @@
 // Transformer blocks kept whole: scaled_dot_product_attention (one fused
 // kernel with an online softmax) and rms_norm.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
 #include "op_utils.h"
-#include "shader_params.h"  // SdpaParams, SdpaKvCacheParams, RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
+#include "shader_params.h"  // SdpaParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
 
@@ -99,7 +100,33 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
 
 // et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
 // [B, S, KVH, E] and [B, S, KVH, Ev], input_pos [T] int; query t sees cache entries 0..input_pos[t]
-// (backends/attention_fusion.py). The positions stay on the GPU: the kernel reads them.
+// (backends/attention_fusion.py). The positions stay on the GPU: the kernels read them, so the
+// work follows the context, not the cache length, and a decode step replays unchanged.
+// Two paths, chosen by T whenever the sizes change:
+// - T <= kSplitMaxQueries (decode): the keys 0..S-1 split into chunks, a workgroup per chunk,
+//   query and group of heads sharing a KV head (sdpa_kv_split.glsl), then a reduce per query
+//   row (sdpa_kv_reduce.glsl): a few hundred workgroups where one per row made 32.
+// - more (prefill): blocks of query rows of one KV head stream the key and value tiles through
+//   shared memory (sdpa_kv_tiled.glsl); where no configuration fits the head dims or the
+//   device's shared memory, a workgroup per row (sdpa_kv_cache.glsl).
+constexpr int64_t kSplitMaxQueries = 16;
+// sdpa_kv_split.glsl's shared arrays: split_heads * E, split_heads * chunk and split_heads.
+constexpr int64_t kSplitQueryFloats = 1024, kSplitScores = 1024, kSplitMaxHeads = 32;
+// Chunks of 16..256 keys (a multiple of 16), the fewest that still give about
+// kSplitTargetGroups workgroups for one query over the whole cache (decode at a short context
+// uses a fraction of them: the chunks past the position exit at once).
+constexpr int64_t kSplitMinChunk = 16, kSplitMaxChunk = 256, kSplitTargetGroups = 1024;
+// sdpa_kv_tiled.glsl's variants (their MAX_D, ROWS and KEYS defines), smallest first.
+struct TiledAttention {
+  const char* shader;
+  int64_t max_d, rows, keys;
+};
+constexpr TiledAttention kTiledAttention[] = {{"sdpa_kv_tiled_d64", 64, 32, 32}, {"sdpa_kv_tiled_d128", 128, 32, 16}};
+constexpr LocalSize kTiledAttentionLocal{128, 1, 1};  // sdpa_kv_tiled.glsl: THREADS
+int64_t tiled_attention_shared_bytes(const TiledAttention& c) {
+  return 4 * (c.rows * (c.max_d + 1) + c.keys * (c.max_d + 1) + c.rows * (c.keys + 1) + 4 * c.rows + 1);
+}
+
 void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
   const int q = a[0], k = a[1], v = a[2], pos = a[3], out = a[5];
@@ -110,9 +137,8 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   if (pos_type != DType::Int32 && pos_type != DType::Int64) {
     g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
   }
-  std::vector<int> tensors{out, q, k, v, pos};
-  const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_cache", "sdpa_kv_cache_nocheck");
-  g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
+  // The parameters for the current sizes (all kernels read the same block).
+  auto params_of = [=](ComputeGraph& g) {
     const Tensor& tq = g.tensor(q);
     const Tensor& tk = g.tensor(k);
     const Tensor& tv = g.tensor(v);
@@ -130,21 +156,88 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
              "(H a multiple of KVH)");
     }
     if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
-    g.tensor(out).sizes = Sizes{B, T, H, Ev};
+    if (B * S * KVH * std::max(E, Ev) > INT32_MAX || B * T * H * std::max(E, Ev) > INT32_MAX) {
+      g.fail("too large for 32-bit indexing");
+    }
     SdpaKvCacheParams p{};
-    p.rows = static_cast<int32_t>(B * T * H);
+    p.batch = static_cast<int32_t>(B);
     p.queries = static_cast<int32_t>(T);
     p.heads = static_cast<int32_t>(H);
     p.group = static_cast<int32_t>(H / KVH);
     p.cache_len = static_cast<int32_t>(S);
     p.kv_heads = static_cast<int32_t>(KVH);
-    p.index_words = index_words(g.tensor(pos));
+    p.index_words = index_words(tp);
     p.E = static_cast<int32_t>(E);
     p.Ev = static_cast<int32_t>(Ev);
     p.scale = static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
+    return p;
+  };
+  const SdpaKvCacheParams planned = params_of(g);  // at the upper bounds
+  const int64_t max_queries = g.tensor(q).max_sizes[1];
+  // Split path: chunk size and heads per workgroup from the fixed cache and head sizes.
+  const int64_t split_units = int64_t{planned.batch} * planned.kv_heads;
+  int64_t chunk = (int64_t{planned.cache_len} * split_units + kSplitTargetGroups - 1) / kSplitTargetGroups;
+  chunk = std::clamp<int64_t>((chunk + kSplitMinChunk - 1) / kSplitMinChunk * kSplitMinChunk, kSplitMinChunk, kSplitMaxChunk);
+  const int64_t chunks = std::max<int64_t>(1, (planned.cache_len + chunk - 1) / chunk);
+  int64_t split_heads = 1;
+  for (int64_t d = 1; d <= std::min<int64_t>(planned.group, kSplitMaxHeads); ++d) {
+    if (planned.group % d == 0 && d * planned.E <= kSplitQueryFloats && d * chunk <= kSplitScores) split_heads = d;
+  }
+  const int64_t part_row = chunks * (2 + int64_t{planned.Ev});  // floats per query row
+  const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
+  const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
+  if (part_max > INT32_MAX) g.fail("too large for 32-bit indexing");
+  const int part = g.add_scratch_tensor(DType::Float32, {part_max});
+  // Tiled path: the smallest configuration that holds the head dims and fits the shared memory.
+  const TiledAttention* tiled = nullptr;
+  for (const TiledAttention& c : kTiledAttention) {
+    if (!tiled && std::max(planned.E, planned.Ev) <= c.max_d &&
+        tiled_attention_shared_bytes(c) <= g.context().info().max_shared_memory) {
+      tiled = &c;
+    }
+  }
+  enum class Kernel { Split, Reduce, Tiled, Rows };
+  auto update = [=](ComputeGraph& g, Node& node, Kernel kernel) {
+    SdpaKvCacheParams p = params_of(g);
+    const int64_t B = p.batch, T = p.queries, H = p.heads;
+    g.tensor(out).sizes = Sizes{B, T, H, p.Ev};
+    const bool split = T <= kSplitMaxQueries;
+    g.tensor(part).sizes = {split ? std::max<int64_t>(1, B * T * H * part_row) : 1};
+    p.chunk = static_cast<int32_t>(chunk);
+    p.chunks = static_cast<int32_t>(chunks);
+    p.split_heads = static_cast<int32_t>(split_heads);
     node.set_params(p);
-    node.set_groups_1d(p.rows, 1);  // one workgroup per query row
-  });
+    const Kernel use_many = tiled ? Kernel::Tiled : Kernel::Rows;
+    if (B * T * H == 0 || (split ? kernel != Kernel::Split && kernel != Kernel::Reduce : kernel != use_many)) {
+      node.groups = {0, 0, 0};
+    } else if (kernel == Kernel::Split) {
+      if (B * T > 65535) g.fail("more than 65535 query rows");
+      node.groups = {static_cast<uint32_t>(chunks), static_cast<uint32_t>(H / split_heads), static_cast<uint32_t>(B * T)};
+    } else if (kernel == Kernel::Reduce || kernel == Kernel::Rows) {
+      node.set_groups_1d(B * T * H, 1);  // one workgroup per query row
+    } else {
+      const int64_t blocks = (T * p.group + tiled->rows - 1) / tiled->rows;
+      if (blocks > 65535 || B > 65535) g.fail("more than 65535 blocks of query rows");
+      node.groups = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(p.kv_heads), static_cast<uint32_t>(B)};
+    }
+  };
+  std::vector<int> split_tensors{part, q, k, v, pos};
+  const std::string split_shader = with_fault_slot(g, split_tensors, "sdpa_kv_split", "sdpa_kv_split_nocheck");
+  g.add_node(g.current_op(), variant(g, split_shader, q), kRowLocal, split_tensors,
+             [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Split); });
+  g.add_node(g.current_op(), variant(g, "sdpa_kv_reduce", q), kRowLocal, {out, part, pos},
+             [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Reduce); });
+  if (max_queries <= kSplitMaxQueries) return;
+  std::vector<int> tensors{out, q, k, v, pos};
+  if (tiled) {
+    const std::string shader = with_fault_slot(g, tensors, tiled->shader, std::string(tiled->shader) + "_nocheck");
+    g.add_node(g.current_op(), variant(g, shader, q), kTiledAttentionLocal, tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Tiled); });
+  } else {
+    const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_cache", "sdpa_kv_cache_nocheck");
+    g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors,
+               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Rows); });
+  }
 }
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
@@ -159,7 +252,18 @@ void add_rms_norm(ComputeGraph& g, const OpArgs& a) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   const int64_t D = numel_of(shape);
   if (weight >= 0 && g.tensor(weight).numel() != D) g.fail("weight must have normalized_shape");
-  g.add_node(g.current_op(), variant(g, "rms_norm", in), kRowLocal, {out, in, weight >= 0 ? weight : in},
+  // One workgroup per row, about two elements (4-vectors where D % 4 == 0) per invocation: a
+  // power of two (the shared-memory reduction needs one) from 32 up to 512 or the device's limit.
+  const bool vec4 = D % 4 == 0;
+  const int64_t units = vec4 ? D / 4 : D;
+  uint32_t width = 32;
+  while (2 * width <= std::min<uint32_t>(512, g.context().info().max_workgroup_invocations) &&
+         2 * static_cast<int64_t>(width) < units) {
+    width *= 2;
+  }
+  const LocalSize local{width, 1, 1};
+  g.add_node(g.current_op(), variant(g, vec4 ? "rms_norm_vec4" : "rms_norm", in), local,
+             {out, in, weight >= 0 ? weight : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);
                if (nd == 0 || nd > x.dim()) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");

@@ -2,7 +2,7 @@
 // delegate owns, schema.fbs Tensor.state). The positions are data (an index
 // tensor), never a size, so a decode step changes no size and replays.
 #include "op_utils.h"
-#include "shader_params.h"  // IndexPutParams: glsl/index_put.glsl
+#include "shader_params.h"  // IndexPutParams, RopeKvUpdateParams: glsl/index_put.glsl, glsl/rope_kv_update.glsl
 
 namespace vkd {
 
@@ -61,10 +61,62 @@ void add_index_put(ComputeGraph& g, const OpArgs& a) {
   });
 }
 
+// et_vk.vkd_rope_kv_update(q, k, v, cos, sin, k_cache, v_cache, input_pos) -> (rope(q), k_cache, v_cache):
+// q [B, T, H, D], k and v [B, T, KVH, D], cos and sin [T, 1, D], caches [B, S, KVH, D] (state,
+// written in place at rows input_pos[t] of dim 1), input_pos [T] int32/int64. One dispatch
+// (glsl/rope_kv_update.glsl). Binding the outputs that alias the caches declares the caches
+// written, so the attention that reads them next waits for this dispatch.
+void add_rope_kv_update(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 11) g.fail("expected 8 arguments and 3 outputs");
+  const int q = a[0], k = a[1], v = a[2], cos = a[3], sin = a[4], k_cache = a[5], v_cache = a[6], pos = a[7];
+  const int q_out = a[8], k_out = a[9], v_out = a[10];
+  require_float_same(g, {q, k, v, cos, sin, k_cache, v_cache, q_out, k_out, v_out});
+  const DType pos_type = g.tensor(pos).dtype;
+  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
+    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
+  }
+  g.alias_state(k_out, k_cache);
+  g.alias_state(v_out, v_cache);
+  std::vector<int> tensors{q_out, k_out, v_out, q, k, v, cos, sin, pos};
+  const std::string shader = with_fault_slot(g, tensors, "rope_kv_update", "rope_kv_update_nocheck");
+  g.add_node(g.current_op(), variant(g, shader, q), kLocal1D, tensors, [=](ComputeGraph& g, Node& node) {
+    const Sizes& qs = g.tensor(q).sizes;
+    const Sizes& ks = g.tensor(k).sizes;
+    const Sizes& cs = g.tensor(k_cache).sizes;
+    const Sizes& ts = g.tensor(cos).sizes;
+    const Sizes& ps = g.tensor(pos).sizes;
+    const bool fits = qs.size() == 4 && ks.size() == 4 && cs.size() == 4 && ts.size() == 3 && ps.size() == 1 &&
+                      g.tensor(v).sizes == ks && g.tensor(v_cache).sizes == cs && g.tensor(sin).sizes == ts &&
+                      ks[0] == qs[0] && ks[1] == qs[1] && ks[3] == qs[3] && cs[0] == qs[0] && cs[2] == ks[2] &&
+                      cs[3] == qs[3] && ts[0] == qs[1] && ts[1] == 1 && ts[2] == qs[3] && ps[0] == qs[1] &&
+                      qs[3] % 2 == 0;
+    if (!fits) {
+      g.fail("q " + sizes_str(qs) + " [B, T, H, D], k and v " + sizes_str(ks) + " [B, T, KVH, D], cos and sin " +
+             sizes_str(ts) + " [T, 1, D], caches " + sizes_str(cs) + " [B, S, KVH, D] and input_pos " +
+             sizes_str(ps) + " [T] do not fit (D even)");
+    }
+    g.tensor(q_out).sizes = qs;
+    g.tensor(k_out).sizes = cs;
+    g.tensor(v_out).sizes = cs;
+    RopeKvUpdateParams p{};
+    const int64_t pairs = qs[0] * qs[1] * (qs[2] + 2 * ks[2]) * (qs[3] / 2);
+    p.pairs = static_cast<int32_t>(pairs);
+    p.half_dim = static_cast<int32_t>(qs[3] / 2);
+    p.heads = static_cast<int32_t>(qs[2]);
+    p.kv_heads = static_cast<int32_t>(ks[2]);
+    p.queries = static_cast<int32_t>(qs[1]);
+    p.cache_len = static_cast<int32_t>(cs[1]);
+    p.index_words = index_words(g.tensor(pos));
+    node.set_params(p);
+    node.set_groups_1d(pairs, kLocal1D[0]);
+  });
+}
+
 }  // namespace
 
 VKD_REGISTER_OPS(register_kv_cache_ops) {
   register_op("aten.index_put.default", add_index_put);
+  register_op("et_vk.vkd_rope_kv_update.default", add_rope_kv_update);
 }
 
 }  // namespace vkd

@@ -137,25 +137,6 @@ bool few_rows_gemv(const MatmulProblem& p, const Settings& s, const TileConfig& 
          p.M * p.N * p.K * p.batch * 4 <= kGemvMaxRereadBytes;  // as float32: a bound
 }
 
-// Float16 products on cooperative matrices (matmul_coop.glslh). Per variant: warps
-// WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
-struct CoopMmVariant {
-  const char* name;
-  uint32_t wm, wn, fm, fn, stages, bk;
-  bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
-  uint32_t tile_m() const { return wm * fm * 16; }
-  uint32_t tile_n() const { return wn * fn * 16; }
-  uint32_t invocations() const { return wm * wn * 32; }
-  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
-  // reuses the A tiles).
-  uint32_t shared_bytes(bool b_kmajor) const {
-    const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
-    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
-  }
-};
-// The tiles of glsl/coopmm_variants.py (which says what they are), through the generated header.
-constexpr CoopMmVariant kCoopMmVariants[] = {VKD_COOPMM_VARIANT_ROWS};
-
 // The default (the H100 sweeps): w once its 128 x 256 tiles alone give
 // kCoopMmWFromGroups workgroups, w2 from kCoopMmW2FromGroups, else l64; l1 and m where
 // their shared memory is all that fits (lavapipe's 32 KiB). The c2_ variants only forced.

@@ -11,6 +11,7 @@
 #include "../settings.h"
 #include "../vk/context.h"
 #include "../vk/pipeline.h"
+#include "coopmm_variants.h"  // VKD_COOPMM_VARIANT_ROWS, generated from glsl/coopmm_variants.py
 
 namespace vkd {
 
@@ -41,6 +42,26 @@ struct MatmulChoice {
   int32_t group_m = 0;              // Tiled, Coop: workgroups swizzled in groups of this many tile rows
   bool coop2 = false;               // matmul_coop2.glsl: K and N must stay multiples of 8
 };
+
+// The tiles of the cooperative-matrix kernels (coopmat_tile.glslh: matmul_coop.glslh,
+// qlinear_coop.glslh). Per variant: warps
+// WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
+struct CoopMmVariant {
+  const char* name;
+  uint32_t wm, wn, fm, fn, stages, bk;
+  bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
+  uint32_t tile_m() const { return wm * fm * 16; }
+  uint32_t tile_n() const { return wn * fn * 16; }
+  uint32_t invocations() const { return wm * wn * 32; }
+  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
+  // reuses the A tiles).
+  uint32_t shared_bytes(bool b_kmajor) const {
+    const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
+    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
+  }
+};
+// The tiles of glsl/coopmm_variants.py (which says what they are), through the generated header.
+inline constexpr CoopMmVariant kCoopMmVariants[] = {VKD_COOPMM_VARIANT_ROWS};
 
 MatmulChoice choose_matmul(const MatmulProblem& p, const DeviceInfo& device, const Settings& settings);
 

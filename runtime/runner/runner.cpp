@@ -16,6 +16,11 @@
 // the prompt (--prompt-ids or --prompt-tokens N) in one execute, then M greedy decode steps
 // of one token each (argmax of the last logits on the host), printing prefill and decode
 // tokens/s, the time of every step and the GPU memory of the loaded program.
+// --tokenizer tokenizer.json --prompt "text" --generate M does the same from text (pytorch_tokenizers'
+// HF tokenizer; built in when scripts/fetch_tokenizers.sh fetched its sources): the prompt is
+// encoded (the program's BOS first, unless tokenizer_config.json beside it says add_bos_token
+// false), each generated token's text is printed as it comes, and generation stops at the
+// program's EOS ids.
 #include <executorch/extension/data_loader/file_data_loader.h>
 #include <executorch/runtime/core/portable_type/tensor_impl.h>
 #include <executorch/runtime/executor/method.h>
@@ -39,6 +44,12 @@
 #include <vector>
 
 #include <unistd.h>
+
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+#include <functional>  // before hf_tokenizer.h, which uses std::function without it
+#include <nlohmann/json.hpp>
+#include <pytorch/tokenizers/hf_tokenizer.h>
+#endif
 
 #include "../backend/backend.h"
 #include "../graph/compute_graph.h"
@@ -71,7 +82,18 @@ struct Options {
   int generate = -1;               // --generate M: decode steps after the prompt (-1: not an LLM run)
   int prompt_tokens = 0;           // --prompt-tokens N: a made-up prompt of N ids
   std::vector<int64_t> prompt_ids; // --prompt-ids 1,2,3
+  std::string tokenizer;           // --tokenizer tokenizer.json (or its directory)
+  std::string prompt_text;         // --prompt "text" (encoded with --tokenizer)
+  bool prompt_text_given = false;
 };
+
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+constexpr const char* kTokenizerNote = "";
+#else
+constexpr const char* kTokenizerNote =
+    "\n                         (not in this build: it was built without the tokenizer sources; "
+    "run scripts/fetch_tokenizers.sh, apt-get install libre2-dev, and rebuild)";
+#endif
 
 void usage() {
   std::fprintf(stderr,
@@ -82,7 +104,10 @@ void usage() {
                "                         [--gpu-runs N] [--flush-l2 MIB]\n"
                "       vkdelegate_runner --model LLM.pte --prompt-tokens N|--prompt-ids 1,2,3 --generate M\n"
                "                         [--warmup N] [--profile] [--json FILE]\n"
-               "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n");
+               "       vkdelegate_runner --model LLM.pte --tokenizer tokenizer.json --prompt TEXT --generate M\n"
+               "                         [--warmup N] [--profile] [--json FILE]%s\n"
+               "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n",
+               kTokenizerNote);
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -155,6 +180,10 @@ bool parse(int argc, char** argv, Options& o) {
         }
         o.prompt_ids.push_back(id);
       }
+    } else if (a == "--tokenizer") {
+      const char* v = next("--tokenizer"); if (!v) return false; o.tokenizer = v;
+    } else if (a == "--prompt") {
+      const char* v = next("--prompt"); if (!v) return false; o.prompt_text = v; o.prompt_text_given = true;
     } else if (a == "-h" || a == "--help") {
       return false;
     } else {
@@ -162,11 +191,22 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  if (o.generate >= 0 && o.prompt_ids.empty() == (o.prompt_tokens == 0)) {
-    std::fprintf(stderr, "--generate needs a prompt: --prompt-tokens N or --prompt-ids (one of them)\n");
+#ifndef VKD_RUNNER_HAS_TOKENIZER
+  if (!o.tokenizer.empty() || o.prompt_text_given) {
+    std::fprintf(stderr, "this vkdelegate_runner was built without --tokenizer and --prompt (the pytorch_tokenizers "
+                 "sources were not there): run scripts/fetch_tokenizers.sh, apt-get install libre2-dev, and rebuild\n");
     return false;
   }
-  if (o.generate < 0 && (o.prompt_tokens || !o.prompt_ids.empty())) {
+#endif
+  if (o.prompt_text_given != !o.tokenizer.empty()) {
+    std::fprintf(stderr, "--prompt TEXT and --tokenizer FILE go together\n");
+    return false;
+  }
+  if (o.generate >= 0 && (!o.prompt_ids.empty()) + (o.prompt_tokens != 0) + o.prompt_text_given != 1) {
+    std::fprintf(stderr, "--generate needs a prompt: --prompt-tokens N, --prompt-ids or --prompt TEXT (one of them)\n");
+    return false;
+  }
+  if (o.generate < 0 && (o.prompt_tokens || !o.prompt_ids.empty() || o.prompt_text_given)) {
     std::fprintf(stderr, "a prompt is only used with --generate M\n");
     return false;
   }
@@ -387,6 +427,70 @@ vkd::MemoryReport memory_of(const std::vector<vkd::ComputeGraph*>& graphs) {
   return all;
 }
 
+// The int values a constant method of the program returns (get_bos_id, get_eos_ids: the
+// metadata examples/llm.py writes, as ExecuTorch's LLM runners read it); empty where the
+// program has no such method.
+std::vector<int64_t> metadata_ints(et::Program& program, const char* name) {
+  std::vector<int64_t> values;
+  auto meta = program.method_meta(name);
+  if (!meta.ok()) return values;
+  std::unique_ptr<LoadedMethod> m = load_method(program, meta.get(), name);
+  if (!m || m->method->execute() != et::Error::Ok) return values;
+  for (size_t i = 0; i < m->method->outputs_size(); ++i) {
+    const et::EValue& v = m->method->get_output(i);
+    if (v.isInt()) values.push_back(v.toInt());
+  }
+  return values;
+}
+
+// --tokenizer: a prompt from text, and the text of each generated token.
+struct TextTokenizer {
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+  tokenizers::HFTokenizer tokenizer;
+#endif
+  bool add_bos = true;  // tokenizer_config.json's add_bos_token, where it says
+};
+
+// Loads --tokenizer (a tokenizer.json, or a directory with one); false, with a message, where
+// it cannot. tokenizer_config.json beside it (the Hugging Face convention, also written by
+// examples/llm.py export --gguf) says whether a BOS goes first.
+bool load_tokenizer(const std::string& path, TextTokenizer& t) {
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    std::fprintf(stderr, "--tokenizer %s: no such file\n", path.c_str());
+    return false;
+  }
+  std::string why;
+  try {  // its JSON parsing throws on some malformed files
+    const tokenizers::Error e = t.tokenizer.load(path);
+    if (e != tokenizers::Error::Ok) why = "error " + std::to_string(static_cast<int>(e));
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) {
+    std::fprintf(stderr, "--tokenizer %s: not a tokenizer.json (or a directory with one) that pytorch_tokenizers' "
+                 "HF tokenizer loads (%s)\n", path.c_str(), why.c_str());
+    return false;
+  }
+  const fs::path config = (fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path()) /
+                          "tokenizer_config.json";
+  if (fs::exists(config, ec)) {
+    std::ifstream f(config);
+    const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "--tokenizer: %s is not valid JSON\n", config.c_str());
+      return false;
+    }
+    if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) t.add_bos = j["add_bos_token"].get<bool>();
+  }
+  return true;
+#else
+  return false;
+#endif
+}
+
 // --generate: greedy generation with a KV-cache LLM, forward(tokens [1, T] int64,
 // input_pos [T] int64) -> logits [1, T, vocab] (or [1, vocab]). The prompt runs as one
 // execute (prefill), then each decode step runs T = 1 at the next position; the next token
@@ -394,8 +498,8 @@ vkd::MemoryReport memory_of(const std::vector<vkd::ComputeGraph*>& graphs) {
 // the prompt and two decode steps: the first records, the second replays) run first, so
 // that the timed ones measure steady state; each timed generation starts over at position
 // 0 (the cache entries past the positions written are masked by the model).
-int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, const et::MethodMeta& meta,
-                 double load_ms) {
+int run_generate(const Options& opt, vkd::Context& ctx, et::Program& program, et::Method& method,
+                 const et::MethodMeta& meta, double load_ms) {
   if (meta.num_inputs() != 2) {
     std::fprintf(stderr, "--generate needs forward(tokens, input_pos); this method has %zu inputs\n",
                  meta.num_inputs());
@@ -417,6 +521,43 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
   std::vector<int64_t> prompt = opt.prompt_ids;
   // A made-up prompt: small ids, valid for any vocabulary of 64 or more.
   for (int i = 0; i < opt.prompt_tokens; ++i) prompt.push_back(3 + (i * 37) % 61);
+  // --prompt: the text encoded, the program's BOS first (or the tokenizer's, where the program
+  // has no get_bos_id); generation stops at the program's EOS ids (or the tokenizer's).
+  TextTokenizer text;
+  std::vector<int64_t> eos_ids;
+  if (opt.prompt_text_given) {
+    if (!load_tokenizer(opt.tokenizer, text)) return 1;
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+    auto encoded = text.tokenizer.encode(opt.prompt_text, 0, 0);
+    if (!encoded.ok()) {
+      std::fprintf(stderr, "--tokenizer %s cannot encode the prompt (error %d)\n", opt.tokenizer.c_str(),
+                   static_cast<int>(encoded.error()));
+      return 1;
+    }
+    std::string bos_note = "no BOS: tokenizer_config.json says add_bos_token false";
+    if (text.add_bos) {
+      const std::vector<int64_t> bos = metadata_ints(program, "get_bos_id");
+      prompt.push_back(bos.empty() ? static_cast<int64_t>(text.tokenizer.bos_tok()) : bos[0]);
+      bos_note = "BOS " + std::to_string(prompt[0]) + (bos.empty() ? " (the tokenizer's)" : " (the program's)") + " first";
+    }
+    for (uint64_t id : encoded.get()) prompt.push_back(static_cast<int64_t>(id));
+    eos_ids = metadata_ints(program, "get_eos_ids");
+    if (eos_ids.empty()) eos_ids.push_back(static_cast<int64_t>(text.tokenizer.eos_tok()));
+    const std::vector<int64_t> vocab = metadata_ints(program, "get_vocab_size");
+    for (int64_t id : prompt) {
+      if (!vocab.empty() && id >= vocab[0]) {
+        std::fprintf(stderr, "--tokenizer %s gives token id %lld; the program's vocabulary has %lld: not this "
+                     "model's tokenizer\n", opt.tokenizer.c_str(), (long long)id, (long long)vocab[0]);
+        return 1;
+      }
+    }
+    if (prompt.empty()) {
+      std::fprintf(stderr, "the prompt encodes to no tokens (and no BOS goes first): give some text\n");
+      return 1;
+    }
+    std::printf("prompt: %zu tokens (%s)\n", prompt.size(), bos_note.c_str());
+#endif
+  }
   const int64_t prompt_len = static_cast<int64_t>(prompt.size());
   if (prompt_len + opt.generate > max_len) {
     std::fprintf(stderr, "the prompt (%lld tokens) and %d decode steps need %lld positions; the program's cache "
@@ -459,8 +600,27 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
   auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
-  // One generation: the prompt, then `steps` decode steps; times in ms.
-  auto generate = [&](int steps, std::vector<int64_t>& out, double& prefill_ms, std::vector<double>& step_ms) {
+  auto is_eos = [&](int64_t t) { return std::find(eos_ids.begin(), eos_ids.end(), t) != eos_ids.end(); };
+  // The text of token t after prev, written to stdout as it comes: a byte-level piece may hold
+  // part of a UTF-8 character, the terminal joins the bytes. The EOS that ends generation is not printed.
+  auto print_piece = [&](int64_t prev, int64_t t) -> bool {
+#ifdef VKD_RUNNER_HAS_TOKENIZER
+    if (is_eos(t)) return true;
+    auto piece = text.tokenizer.decode(static_cast<uint64_t>(prev), static_cast<uint64_t>(t));
+    if (!piece.ok()) {
+      std::fprintf(stderr, "\n--tokenizer %s cannot decode token %lld (error %d): not this model's tokenizer\n",
+                   opt.tokenizer.c_str(), (long long)t, static_cast<int>(piece.error()));
+      return false;
+    }
+    std::fwrite(piece.get().data(), 1, piece.get().size(), stdout);
+    std::fflush(stdout);
+#endif
+    return true;
+  };
+  // One generation: the prompt, then `steps` decode steps (fewer where a token is an EOS id,
+  // with --prompt); times in ms; with `print`, each token's text as it comes.
+  auto generate = [&](int steps, std::vector<int64_t>& out, double& prefill_ms, std::vector<double>& step_ms,
+                      bool print) {
     out.clear();
     step_ms.clear();
     int64_t next = 0;
@@ -468,12 +628,15 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
     if (!step(prompt, 0, next)) return false;
     prefill_ms = ms_since(t0);
     out.push_back(next);
-    for (int s = 0; s < steps; ++s) {
+    if (print && !print_piece(prompt.back(), next)) return false;
+    for (int s = 0; s < steps && !is_eos(out.back()); ++s) {
       t0 = clock::now();
       if (!step({out.back()}, prompt_len + s, next)) return false;
       step_ms.push_back(ms_since(t0));
+      if (print && !print_piece(out.back(), next)) return false;
       out.push_back(next);
     }
+    if (print) std::printf("\n");
     return true;
   };
 
@@ -481,11 +644,11 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
   double prefill_ms = 0;
   std::vector<double> step_ms, prefills, steps_all;
   for (int w = 0; w < opt.warmup; ++w) {
-    if (!generate(std::min(opt.generate, 2), tokens, prefill_ms, step_ms)) return 1;
+    if (!generate(std::min(opt.generate, 2), tokens, prefill_ms, step_ms, false)) return 1;
   }
   const int runs = opt.iters_given ? opt.iters : 1;
   for (int r = 0; r < runs; ++r) {
-    if (!generate(opt.generate, tokens, prefill_ms, step_ms)) return 1;
+    if (!generate(opt.generate, tokens, prefill_ms, step_ms, opt.prompt_text_given && r == 0)) return 1;
     if (r == 0) first_tokens = tokens;
     if (tokens != first_tokens) {
       std::fprintf(stderr, "generation %d gave other tokens than the first: a decode step is not deterministic\n", r);
@@ -511,8 +674,9 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
   std::printf("prefill: %lld tokens in %.3f ms (median of %d): %.1f tok/s\n", (long long)prompt_len, prefill_med,
               runs, 1000.0 * prompt_len / prefill_med);
   if (!steps_all.empty()) {
-    std::printf("decode: %d steps at context %lld..%lld: median %.3f ms/step, %.1f tok/s (steps / their total time)\n",
-                opt.generate, (long long)prompt_len + 1, (long long)(prompt_len + opt.generate), step_med,
+    const int64_t decoded = static_cast<int64_t>(step_ms.size());  // fewer than --generate after an EOS
+    std::printf("decode: %lld steps at context %lld..%lld: median %.3f ms/step, %.1f tok/s (steps / their total time)\n",
+                (long long)decoded, (long long)prompt_len + 1, (long long)(prompt_len + decoded), step_med,
                 decode_tok_s);
     std::printf("decode step ms:");
     for (double v : step_ms) std::printf(" %.3f", v);
@@ -530,7 +694,9 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
   js << "{\"device\": " << json_string(ctx.info().name + " (" + ctx.info().type + ")")
      << ", \"model\": " << json_string(opt.model) << ", \"delegates\": " << graphs.size()
      << ", \"load_ms\": " << load_ms << ", \"max_seq_len\": " << max_len << ", \"prompt_tokens\": " << prompt_len
-     << ", \"generate\": " << opt.generate << ", \"runs\": " << runs << ", \"tokens\": [";
+     << ", \"generate\": " << opt.generate << ", \"runs\": " << runs << ", \"prompt\": [";
+  for (size_t i = 0; i < prompt.size(); ++i) js << (i ? ", " : "") << prompt[i];
+  js << "], \"tokens\": [";
   for (size_t i = 0; i < tokens.size(); ++i) js << (i ? ", " : "") << tokens[i];
   js << "], \"prefill_ms\": " << prefill_med << ", \"prefill_ms_runs\": ";
   json_list(js, prefills);
@@ -589,8 +755,8 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Method& method, cons
     // The prompt again at position 0 (it rewrites what the timed runs wrote there), then one
     // more decode step after the last generated token.
     if (!profile(prompt, 0, "prefill")) return 1;
-    if (opt.generate > 0 && prompt_len + opt.generate < max_len &&
-        !profile({tokens.back()}, prompt_len + opt.generate, "decode")) {
+    const int64_t decoded = static_cast<int64_t>(tokens.size()) - 1;
+    if (decoded > 0 && prompt_len + decoded < max_len && !profile({tokens.back()}, prompt_len + decoded, "decode")) {
       return 1;
     }
   }
@@ -643,7 +809,7 @@ int main(int argc, char** argv) {
   et::Method* method = loaded->method.get();
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load0).count();
-  if (opt.generate >= 0) return run_generate(opt, *ctx, *method, meta.get(), load_ms);
+  if (opt.generate >= 0) return run_generate(opt, *ctx, program.get(), *method, meta.get(), load_ms);
 
   std::mt19937 rng(0);
   std::vector<InputTensor> inputs(meta->num_inputs());

@@ -1,0 +1,187 @@
+// et_vk.vkd_linear_qw_fused at one row (decode), in one dispatch: up to three weight-only
+// quantized linears of one input x [K] (q, k, v; or w1, w3), each with its own N and output,
+// optionally of rms_norm(x) and with the epilogues silu(a) * b and + residual.
+//   out_j[n] = r * sum_k (x[k] * gamma[k]) * w_j[n, k] + bias_j[n],   r = rsqrt(mean(x^2) + eps)
+// (no norm: r = 1, gamma = 1). The norm's scale r is one number per row, so it comes out of the
+// sum: each workgroup sums x^2 over the words its invocations read anyway (the whole row), in
+// the same loop and the same reduction as the products; no pass over x before the weights.
+// PAIR (silu_mul): a workgroup makes NC columns of both w_0 and w_1 and stores
+// silu(a) * b to out_0; else workgroups map onto the weights' concatenated column ranges
+// (weight j from workgroup wg_start[j]), NC columns of one weight each.
+// The residual (one output) is added last.
+//
+// The loop is qlinear_gemv.glsl's (invocations split K word by word; words decode as
+// qlinear_gemv.glslh says); the columns of all weights together give enough workgroups
+// where one small weight (k, v: 2048 -> 256) alone would not fill the GPU.
+// X4: x (and gamma) read as vec4 (K a multiple of 4 and of the word's values); else scalar.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// variant qlinear_gemv_fused_b4: BITS=4 X4=0 PAIR=0 NC=4
+// variant qlinear_gemv_fused_b4_x4: BITS=4 X4=1 PAIR=0 NC=4
+// variant qlinear_gemv_fused_b8: BITS=8 X4=0 PAIR=0 NC=4
+// variant qlinear_gemv_fused_b8_x4: BITS=8 X4=1 PAIR=0 NC=4
+// variant qlinear_gemv_fused_pair_b4: BITS=4 X4=0 PAIR=1 NC=4
+// variant qlinear_gemv_fused_pair_b4_x4: BITS=4 X4=1 PAIR=1 NC=4
+// variant qlinear_gemv_fused_pair_b8: BITS=8 X4=0 PAIR=1 NC=4
+// variant qlinear_gemv_fused_pair_b8_x4: BITS=8 X4=1 PAIR=1 NC=4
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+const int PER = 32 / BITS;  // values per word
+// NC columns per workgroup (of each weight of the pair); NS dot products per invocation.
+const int NS = PAIR != 0 ? 2 * NC : NC;
+
+// Absent tensors are bound to a present one and not read (outputs: not written).
+layout(set = 0, binding = 0) writeonly buffer Out0 { float out0_data[]; };
+layout(set = 0, binding = 1) writeonly buffer Out1 { float out1_data[]; };
+layout(set = 0, binding = 2) writeonly buffer Out2 { float out2_data[]; };
+#if X4
+layout(set = 0, binding = 3) readonly buffer X { vec4 x_data[]; };
+layout(set = 0, binding = 4) readonly buffer Gamma { vec4 gamma_data[]; };
+#else
+layout(set = 0, binding = 3) readonly buffer X { float x_data[]; };
+layout(set = 0, binding = 4) readonly buffer Gamma { float gamma_data[]; };
+#endif
+layout(set = 0, binding = 5) readonly buffer Residual { float residual_data[]; };
+layout(set = 0, binding = 6) readonly buffer W0 { uint w0_data[]; };
+layout(set = 0, binding = 7) readonly buffer W1 { uint w1_data[]; };
+layout(set = 0, binding = 8) readonly buffer W2 { uint w2_data[]; };
+layout(set = 0, binding = 9) readonly buffer S0 { float s0_data[]; };
+layout(set = 0, binding = 10) readonly buffer S1 { float s1_data[]; };
+layout(set = 0, binding = 11) readonly buffer S2 { float s2_data[]; };
+layout(set = 0, binding = 12) readonly buffer Z0 { int z0_data[]; };
+layout(set = 0, binding = 13) readonly buffer Z1 { int z1_data[]; };
+layout(set = 0, binding = 14) readonly buffer Z2 { int z2_data[]; };
+layout(set = 0, binding = 15) readonly buffer B0 { float b0_data[]; };
+layout(set = 0, binding = 16) readonly buffer B1 { float b1_data[]; };
+layout(set = 0, binding = 17) readonly buffer B2 { float b2_data[]; };
+// params-struct: QLinearFusedParams
+layout(set = 0, binding = 18) uniform Params {
+  int K, words_per_row, group_size, groups;
+  int group_words_log2;  // log2 of the words per group where a power of two (31: one group), else -1
+  int has_zeros, has_norm, has_gamma;
+  int has_residual, has_bias0, has_bias1, has_bias2;
+  int N0, N1, N2;
+  int wg_start1;  // the first workgroup of weight 1 (not PAIR)
+  int wg_start2;  // of weight 2
+  int total_groups;  // the dispatch's x and y may hold a few more (a 1-D dispatch spilled into y)
+  float eps;
+} p;
+
+shared float partial[NS + 1][gl_WorkGroupSize.x];  // NS sums, then sum(x^2)
+
+#include "qlinear_gemv.glslh"
+
+// Weight j's word, scale and zero point (j uniform across the workgroup: no divergence).
+uint word_of(int j, int i) { return j == 0 ? w0_data[i] : j == 1 ? w1_data[i] : w2_data[i]; }
+float scale_of(int j, int i) { return j == 0 ? s0_data[i] : j == 1 ? s1_data[i] : s2_data[i]; }
+int zero_of(int j, int i) { return j == 0 ? z0_data[i] : j == 1 ? z1_data[i] : z2_data[i]; }
+
+// x's PER values of word w and, with the norm, gamma's; sumsq += x^2.
+void load_x(int w, out float xv[PER], inout float sumsq) {
+#if X4
+  for (int h = 0; h < PER / 4; ++h) {
+    const vec4 a = x_data[w * (PER / 4) + h];
+    sumsq += dot(a, a);
+    const vec4 v = p.has_gamma != 0 ? a * gamma_data[w * (PER / 4) + h] : a;
+    xv[4 * h] = v.x, xv[4 * h + 1] = v.y, xv[4 * h + 2] = v.z, xv[4 * h + 3] = v.w;
+  }
+#else
+  for (int e = 0; e < PER; ++e) {
+    const int k = w * PER + e;
+    // The last word's padding values are 0; x past K is not read.
+    const float a = k < p.K ? x_data[k] : 0.0;
+    sumsq += a * a;
+    xv[e] = p.has_gamma != 0 && k < p.K ? a * gamma_data[k] : a;
+  }
+#endif
+}
+
+void main() {
+  const int tid = int(gl_LocalInvocationID.x);
+  const int wg = int(gl_WorkGroupSize.x);
+  const int group_id = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x);
+  if (group_id >= p.total_groups) return;  // uniform across the workgroup: before any barrier
+  const int words = p.words_per_row;
+  // This workgroup's weight (not PAIR) and first column.
+#if PAIR
+  const int j = 0;
+  const int n0 = group_id * NC;
+  const int N = p.N0;
+#else
+  const int j = group_id >= p.wg_start2 ? 2 : group_id >= p.wg_start1 ? 1 : 0;
+  const int n0 = (group_id - (j == 2 ? p.wg_start2 : j == 1 ? p.wg_start1 : 0)) * NC;
+  const int N = j == 2 ? p.N2 : j == 1 ? p.N1 : p.N0;
+#endif
+  // Slot s: column n0 + s % NC of weight (PAIR: s / NC, else j). Columns past N read column
+  // N - 1 (no divergence in the loop) and are not stored.
+  int wrow[NS], wsrc[NS];
+  for (int s = 0; s < NS; ++s) {
+    wrow[s] = min(n0 + s % NC, N - 1);
+    wsrc[s] = PAIR != 0 ? s / NC : j;
+  }
+
+  float acc[NS];
+  for (int s = 0; s < NS; ++s) acc[s] = 0.0;
+  float sumsq = 0.0;
+
+  for (int w = tid; w < words; w += wg) {
+    // The step's loads first, so they are in flight together.
+    const int g = group_of(w);
+    uint wv[NS];
+    float sv[NS];
+    int zv[NS];
+    for (int s = 0; s < NS; ++s) {
+      wv[s] = word_of(wsrc[s], wrow[s] * words + w);
+      sv[s] = scale_of(wsrc[s], wrow[s] * p.groups + g);
+      zv[s] = p.has_zeros != 0 ? zero_of(wsrc[s], wrow[s] * p.groups + g) : 0;
+    }
+    float xv[PER];
+    load_x(w, xv, sumsq);
+    float xsum = 0.0;
+    if (p.has_zeros != 0) {
+      for (int e = 0; e < PER; ++e) xsum += xv[e];
+    }
+    for (int s = 0; s < NS; ++s) {
+      float q[PER];
+      decode(wv[s], q);
+      float d = 0.0;
+      for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
+      if (p.has_zeros != 0) d -= float(zv[s]) * xsum;
+      acc[s] = fma(d, sv[s], acc[s]);
+    }
+  }
+
+  // The sums across the workgroup (a power of two): a shared-memory tree.
+  for (int s = 0; s < NS; ++s) partial[s][tid] = acc[s];
+  partial[NS][tid] = sumsq;
+  barrier();
+  for (int h = wg / 2; h > 0; h >>= 1) {
+    if (tid < h) {
+      for (int s = 0; s <= NS; ++s) partial[s][tid] += partial[s][tid + h];
+    }
+    barrier();
+  }
+  if (tid < NC) {
+    const int n = n0 + tid;
+    if (n < N) {
+      const float r = p.has_norm != 0 ? inversesqrt(partial[NS][0] / float(p.K) + p.eps) : 1.0;
+      float v = partial[tid][0] * r;
+      const int jb = PAIR != 0 ? 0 : j;
+      const int has_bias = jb == 0 ? p.has_bias0 : jb == 1 ? p.has_bias1 : p.has_bias2;
+      if (has_bias != 0) v += jb == 0 ? b0_data[n] : jb == 1 ? b1_data[n] : b2_data[n];
+#if PAIR
+      float b = partial[NC + tid][0] * r;
+      if (p.has_bias1 != 0) b += b1_data[n];
+      v = v / (1.0 + exp(-v)) * b;  // silu(a) * b
+#endif
+      if (p.has_residual != 0) v += residual_data[n];
+      if (j == 0) {
+        out0_data[n] = v;
+      } else if (j == 1) {
+        out1_data[n] = v;
+      } else {
+        out2_data[n] = v;
+      }
+    }
+  }
+}
