@@ -16,18 +16,53 @@
 // X4: x (and gamma) read as vec4 (K a multiple of 4 and of the word's values); else scalar.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// variant qlinear_gemv_fused_b4: BITS=4 X4=0 PAIR=0 NC=4
-// variant qlinear_gemv_fused_b4_x4: BITS=4 X4=1 PAIR=0 NC=4
-// variant qlinear_gemv_fused_b8: BITS=8 X4=0 PAIR=0 NC=4
-// variant qlinear_gemv_fused_b8_x4: BITS=8 X4=1 PAIR=0 NC=4
-// variant qlinear_gemv_fused_pair_b4: BITS=4 X4=0 PAIR=1 NC=4
-// variant qlinear_gemv_fused_pair_b4_x4: BITS=4 X4=1 PAIR=1 NC=4
-// variant qlinear_gemv_fused_pair_b8: BITS=8 X4=0 PAIR=1 NC=4
-// variant qlinear_gemv_fused_pair_b8_x4: BITS=8 X4=1 PAIR=1 NC=4
+// variant qlinear_gemv_fused_b4: BITS=4 X4=0 PAIR=0 NC=4 U=1
+// variant qlinear_gemv_fused_b4_x4: BITS=4 X4=1 PAIR=0 NC=4 U=1
+// variant qlinear_gemv_fused_b8: BITS=8 X4=0 PAIR=0 NC=4 U=1
+// variant qlinear_gemv_fused_b8_x4: BITS=8 X4=1 PAIR=0 NC=4 U=1
+// variant qlinear_gemv_fused_pair_b4: BITS=4 X4=0 PAIR=1 NC=4 U=1
+// variant qlinear_gemv_fused_pair_b4_x4: BITS=4 X4=1 PAIR=1 NC=4 U=1
+// variant qlinear_gemv_fused_pair_b8: BITS=8 X4=0 PAIR=1 NC=4 U=1
+// variant qlinear_gemv_fused_pair_b8_x4: BITS=8 X4=1 PAIR=1 NC=4 U=1
+// Other shapes of the int4 kernels, to compare (the setting QLINEAR_GEMV_FUSED_SHAPE, "cNuM":
+// N columns per workgroup, M words of each column per invocation and step):
+// variant qlinear_gemv_fused_b4_c1u1: BITS=4 X4=0 PAIR=0 NC=1 U=1
+// variant qlinear_gemv_fused_b4_c2u1: BITS=4 X4=0 PAIR=0 NC=2 U=1
+// variant qlinear_gemv_fused_b4_c1u2: BITS=4 X4=0 PAIR=0 NC=1 U=2
+// variant qlinear_gemv_fused_b4_c2u2: BITS=4 X4=0 PAIR=0 NC=2 U=2
+// variant qlinear_gemv_fused_b4_c4u2: BITS=4 X4=0 PAIR=0 NC=4 U=2
+// variant qlinear_gemv_fused_b4_c1u4: BITS=4 X4=0 PAIR=0 NC=1 U=4
+// variant qlinear_gemv_fused_b4_c2u4: BITS=4 X4=0 PAIR=0 NC=2 U=4
+// variant qlinear_gemv_fused_b4_c4u4: BITS=4 X4=0 PAIR=0 NC=4 U=4
+// variant qlinear_gemv_fused_b4_x4_c1u1: BITS=4 X4=1 PAIR=0 NC=1 U=1
+// variant qlinear_gemv_fused_b4_x4_c2u1: BITS=4 X4=1 PAIR=0 NC=2 U=1
+// variant qlinear_gemv_fused_b4_x4_c1u2: BITS=4 X4=1 PAIR=0 NC=1 U=2
+// variant qlinear_gemv_fused_b4_x4_c2u2: BITS=4 X4=1 PAIR=0 NC=2 U=2
+// variant qlinear_gemv_fused_b4_x4_c4u2: BITS=4 X4=1 PAIR=0 NC=4 U=2
+// variant qlinear_gemv_fused_b4_x4_c1u4: BITS=4 X4=1 PAIR=0 NC=1 U=4
+// variant qlinear_gemv_fused_b4_x4_c2u4: BITS=4 X4=1 PAIR=0 NC=2 U=4
+// variant qlinear_gemv_fused_b4_x4_c4u4: BITS=4 X4=1 PAIR=0 NC=4 U=4
+// variant qlinear_gemv_fused_pair_b4_c1u1: BITS=4 X4=0 PAIR=1 NC=1 U=1
+// variant qlinear_gemv_fused_pair_b4_c2u1: BITS=4 X4=0 PAIR=1 NC=2 U=1
+// variant qlinear_gemv_fused_pair_b4_c1u2: BITS=4 X4=0 PAIR=1 NC=1 U=2
+// variant qlinear_gemv_fused_pair_b4_c2u2: BITS=4 X4=0 PAIR=1 NC=2 U=2
+// variant qlinear_gemv_fused_pair_b4_c4u2: BITS=4 X4=0 PAIR=1 NC=4 U=2
+// variant qlinear_gemv_fused_pair_b4_c1u4: BITS=4 X4=0 PAIR=1 NC=1 U=4
+// variant qlinear_gemv_fused_pair_b4_c2u4: BITS=4 X4=0 PAIR=1 NC=2 U=4
+// variant qlinear_gemv_fused_pair_b4_c4u4: BITS=4 X4=0 PAIR=1 NC=4 U=4
+// variant qlinear_gemv_fused_pair_b4_x4_c1u1: BITS=4 X4=1 PAIR=1 NC=1 U=1
+// variant qlinear_gemv_fused_pair_b4_x4_c2u1: BITS=4 X4=1 PAIR=1 NC=2 U=1
+// variant qlinear_gemv_fused_pair_b4_x4_c1u2: BITS=4 X4=1 PAIR=1 NC=1 U=2
+// variant qlinear_gemv_fused_pair_b4_x4_c2u2: BITS=4 X4=1 PAIR=1 NC=2 U=2
+// variant qlinear_gemv_fused_pair_b4_x4_c4u2: BITS=4 X4=1 PAIR=1 NC=4 U=2
+// variant qlinear_gemv_fused_pair_b4_x4_c1u4: BITS=4 X4=1 PAIR=1 NC=1 U=4
+// variant qlinear_gemv_fused_pair_b4_x4_c2u4: BITS=4 X4=1 PAIR=1 NC=2 U=4
+// variant qlinear_gemv_fused_pair_b4_x4_c4u4: BITS=4 X4=1 PAIR=1 NC=4 U=4
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 const int PER = 32 / BITS;  // values per word
-// NC columns per workgroup (of each weight of the pair); NS dot products per invocation.
+// NC columns per workgroup (of each weight of the pair); NS dot products per invocation;
+// U words of each column per invocation and step (U * NS loads in flight per invocation).
 const int NS = PAIR != 0 ? 2 * NC : NC;
 
 // Absent tensors are bound to a present one and not read (outputs: not written).
@@ -124,30 +159,38 @@ void main() {
   for (int s = 0; s < NS; ++s) acc[s] = 0.0;
   float sumsq = 0.0;
 
-  for (int w = tid; w < words; w += wg) {
-    // The step's loads first, so they are in flight together.
-    const int g = group_of(w);
-    uint wv[NS];
-    float sv[NS];
-    int zv[NS];
-    for (int s = 0; s < NS; ++s) {
-      wv[s] = word_of(wsrc[s], wrow[s] * words + w);
-      sv[s] = scale_of(wsrc[s], wrow[s] * p.groups + g);
-      zv[s] = p.has_zeros != 0 ? zero_of(wsrc[s], wrow[s] * p.groups + g) : 0;
+  for (int w0 = tid; w0 < words; w0 += U * wg) {
+    // The step's loads first (U words of NS columns), so they are in flight together.
+    uint wv[U][NS];
+    float sv[U][NS];
+    int zv[U][NS];
+    for (int u = 0; u < U; ++u) {
+      // A word past the row (the last step) reads the row's last word and is not added.
+      const int w = min(w0 + u * wg, words - 1);
+      const int g = group_of(w);
+      for (int s = 0; s < NS; ++s) {
+        wv[u][s] = word_of(wsrc[s], wrow[s] * words + w);
+        sv[u][s] = scale_of(wsrc[s], wrow[s] * p.groups + g);
+        zv[u][s] = p.has_zeros != 0 ? zero_of(wsrc[s], wrow[s] * p.groups + g) : 0;
+      }
     }
-    float xv[PER];
-    load_x(w, xv, sumsq);
-    float xsum = 0.0;
-    if (p.has_zeros != 0) {
-      for (int e = 0; e < PER; ++e) xsum += xv[e];
-    }
-    for (int s = 0; s < NS; ++s) {
-      float q[PER];
-      decode(wv[s], q);
-      float d = 0.0;
-      for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
-      if (p.has_zeros != 0) d -= float(zv[s]) * xsum;
-      acc[s] = fma(d, sv[s], acc[s]);
+    for (int u = 0; u < U; ++u) {
+      const int w = w0 + u * wg;
+      if (w >= words) break;
+      float xv[PER];
+      load_x(w, xv, sumsq);
+      float xsum = 0.0;
+      if (p.has_zeros != 0) {
+        for (int e = 0; e < PER; ++e) xsum += xv[e];
+      }
+      for (int s = 0; s < NS; ++s) {
+        float q[PER];
+        decode(wv[u][s], q);
+        float d = 0.0;
+        for (int e = 0; e < PER; ++e) d = fma(xv[e], q[e], d);
+        if (p.has_zeros != 0) d -= float(zv[u][s]) * xsum;
+        acc[s] = fma(d, sv[u][s], acc[s]);
+      }
     }
   }
 

@@ -15,6 +15,7 @@ from vkdelegate.partitioner import VulkanPartitioner
 from vkdelegate.serialization.blob import deserialize_blob
 
 from helpers import TOLERANCES, lower, lowered_modules
+from kernel_check import assert_ran, lower_once, run_forcing
 import torchao_samples
 
 pytestmark = pytest.mark.xdist_group("linear_fusion")
@@ -130,6 +131,48 @@ def test_one_row_is_one_dispatch(case_id):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
     assert dispatches[False] == 1
     assert dispatches[True] > 1
+
+
+FUSED_SHAPES = ("c4u1", "c1u1", "c2u1", "c1u2", "c2u2", "c4u2", "c1u4", "c2u4", "c4u4")
+
+
+def _fused_shape_cases():
+    """int4 one-row calls whose rows take several steps of 16 invocations, the last partly past
+    the row: (id, module, inputs, the kernel's name without its shape)."""
+    torch.manual_seed(1)
+    weight = lambda n, k, group, asym, bias: torchao_samples.random_quantized_weight(n, k, 4, group, asym) + (
+        torch.randn(n) if bias else None,)
+    cases = []
+    # A pair with the norm, zero points and biases; K = 525: a ragged last word (scalar x).
+    module = torchao_samples.FusedLinearsCall([weight(37, 525, 525, True, True) for _ in range(2)], 4, 525,
+                                              torch.rand(525) + 0.5, norm=True, silu_mul=True)
+    cases.append(("pair_silu_norm_k525", module, (torch.randn(1, 525),), "qlinear_gemv_fused_pair_b4"))
+    # Three weights of odd N, the norm without its weight, biases (vec4 x).
+    module = torchao_samples.FusedLinearsCall([weight(n, 544, 32, False, True) for n in (37, 5, 9)], 4, 32,
+                                              norm=True)
+    cases.append(("qkv_norm_k544", module, (torch.randn(1, 1, 544) * 2.0,), "qlinear_gemv_fused_b4_x4"))
+    # One weight with zero points and the residual.
+    module = torchao_samples.FusedLinearsCall([weight(37, 520, 8, True, False)], 4, 8, residual=True)
+    cases.append(("residual_k520", module, (torch.randn(1, 520), torch.randn(1, 37)), "qlinear_gemv_fused_b4_x4"))
+    return cases
+
+
+@pytest.mark.parametrize("case_id", ["pair_silu_norm_k525", "qkv_norm_k544", "residual_k520"])
+def test_fused_shapes_match_reference(case_id):
+    """Each shape of qlinear_gemv_fused.glsl that QLINEAR_GEMV_FUSED_SHAPE picks (columns per
+    workgroup, words per invocation and step) gives the op's result, with its prologue and
+    epilogues; QLINEAR_WG=16 makes several steps per row."""
+    _, module, inputs, kernel = next(c for c in _fused_shape_cases() if c[0] == case_id)
+    with torch.no_grad():
+        expected = module(*inputs)
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    em = lower_once(("fused_shapes", case_id), module, inputs)
+    for shape in FUSED_SHAPES:
+        run = run_forcing(module, inputs, edge_manager=em, QLINEAR_GEMV_FUSED_SHAPE=shape, QLINEAR_WG=16)
+        assert_ran(run.shaders, kernel + ("" if shape == "c4u1" else "_" + shape))
+        assert len(run.outputs) == len(expected)
+        for out, ref in zip(run.outputs, expected):
+            torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
 
 
 def test_bad_calls_are_clear_errors():

@@ -115,11 +115,11 @@ def test_choice_by_rows_and_switches():
         assert_float32_path(run.outputs[0], ref)
 
 
-@pytest.mark.parametrize("rows, n, tiles", [(2048, 4096, ("l64", "l1")), (512, 2048, ("h",)), (512, 256, ("m",))])
+@pytest.mark.parametrize("rows, n, tiles", [(4096, 8192, ("l64", "l1")), (2048, 4096, ("h",)), (512, 5632, ("m",))])
 def test_tile_by_workgroups(rows, n, tiles):
-    """Loaded, not run: 512 tiles of 128 x 128 take l64 (l1 where its shared memory does
-    not fit: lavapipe's 32 KiB); a 512-token prompt's 2048 columns (128 tiles of
-    128 x 64) h; 256 columns m."""
+    """Loaded, not run: 2048 tiles of 128 x 128 take l64 (l1 where its shared memory does
+    not fit: lavapipe's 32 KiB); 1024 tiles of 128 x 64 h; a 512-token prompt's widest
+    linear (352 tiles of 128 x 64) m."""
     module = fused(64, n, 4, 32, False, False)
     em = lower_once(("qlinear_coop", rows, n), module, (torch.randn(rows, 64),))
     smem = rt.device_info()["max_shared_memory"]

@@ -37,13 +37,15 @@ constexpr int64_t kTile = 32;
 // 16x16x16 f16 matrices (or COOPMAT_EMULATE), not QLINEAR_NO_COOPMAT, the tile's
 // shared memory within the device's. The fp16 matmul's kernels on the H100
 // (benchmarks/results/coopmm_ceiling_h100.md, 4096^3: l64 155 TF/s at one workgroup an
-// SM, h 138 at three, m 79 at four; staging-bound, as this kernel is) make the rule:
-// l64 (l1 where its shared memory does not fit) from kCoopL64FromGroups tiles (several
-// waves, so the last one's idle SMs cost little), else h from kCoopHFromGroups (a
-// 512-token prompt's 2048- and 5632-column linears: 128 and 352 workgroups, one wave),
-// else m (the most workgroups). QLINEAR_COOP_TILE forces one.
-constexpr int64_t kCoopL64FromGroups = 512;
-constexpr int64_t kCoopHFromGroups = 64;
+// SM, h 138 at three, m 79 at four; staging-bound, as this kernel is) favour the large
+// tiles on large products, but a 512-token TinyLlama prefill (2048- to 5632-column
+// linears) measured whole on the H100 took 32.0 ms with m everywhere, 36.4 with h and
+// 73.4 with l64 (benchmarks/results/llm_decode_h100_2026-11-25.md): a few hundred
+// workgroups want the small tile. So l64 (l1 where its shared memory does not fit) only
+// from kCoopL64FromGroups tiles, h from kCoopHFromGroups (many waves either way), else m.
+// QLINEAR_COOP_TILE forces one.
+constexpr int64_t kCoopL64FromGroups = 2048;
+constexpr int64_t kCoopHFromGroups = 1024;
 constexpr const CoopMmVariant& kCoopL64 = variant_named(kCoopMmVariants, "l64");
 constexpr const CoopMmVariant& kCoopL1 = variant_named(kCoopMmVariants, "l1");
 constexpr const CoopMmVariant& kCoopH = variant_named(kCoopMmVariants, "h");
@@ -398,10 +400,15 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   auto fused_runs = [=](ComputeGraph& g) { return gemv && rows_of(g) == 1; };
 
   // One row.
-  constexpr int64_t kFusedCols = 4;  // NC in qlinear_gemv_fused.glsl
   const bool x4 = K % 4 == 0 && K % per == 0;
-  const std::string shader = std::string("qlinear_gemv_fused") + (silu_mul ? "_pair" : "") +
-                             (bits == 4 ? "_b4" : "_b8") + (x4 ? "_x4" : "");
+  std::string shader = std::string("qlinear_gemv_fused") + (silu_mul ? "_pair" : "") +
+                       (bits == 4 ? "_b4" : "_b8") + (x4 ? "_x4" : "");
+  int64_t fused_cols = 4;  // NC in qlinear_gemv_fused.glsl
+  if (const std::string& shape = g.settings().qlinear_gemv_fused_shape; !shape.empty() && bits == 4) {
+    // "cNuM": N columns per workgroup.
+    if (shape != "c4u1") shader += "_" + shape;
+    fused_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
+  }
   auto at = [&](const std::vector<int>& ids, size_t j, int absent) {
     return j < ids.size() && !g.is_null(ids[j]) ? ids[j] : absent;
   };
@@ -423,7 +430,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
     }
   };
   std::vector<int64_t> wg_counts(3, 0);
-  for (size_t j = 0; j < (silu_mul ? 1 : count); ++j) wg_counts[j] = (N[j] + kFusedCols - 1) / kFusedCols;
+  for (size_t j = 0; j < (silu_mul ? 1 : count); ++j) wg_counts[j] = (N[j] + fused_cols - 1) / fused_cols;
   const int64_t total_groups = wg_counts[0] + wg_counts[1] + wg_counts[2];
   for (size_t j = 0; j < count; ++j) {
     // The shader indexes with int32.
