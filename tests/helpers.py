@@ -178,3 +178,40 @@ def run_pte(pte: bytes, inputs):
 def relative_error(out, ref):
     out, ref = out.double(), ref.double()
     return ((out - ref).norm() / ref.norm().clamp_min(1e-12)).item()
+
+
+# ---- phone-GPU limit profiles (VKDELEGATE_DEVICE_PROFILE, docs/device-profiles.md)
+
+# The profiles the suite runs the example models and a slice of the op cases under.
+PHONE_PROFILES = ("mali-g7x", "adreno-6xx", "vulkan-min")
+
+
+def profile_env(profile: str) -> dict:
+    """A subprocess's environment under `profile` (read when its device opens): validation
+    on, and no fuzz seeds (the main run leaves those)."""
+    env = {k: v for k, v in os.environ.items() if k != "VKDELEGATE_FUZZ_SEEDS"}
+    env.update(VKDELEGATE_DEVICE_PROFILE=profile, VKDELEGATE_VALIDATION="1")
+    return env
+
+
+def run_pte_with_runner(pte: bytes, inputs, directory, env) -> "subprocess.CompletedProcess":
+    """vkdelegate_runner on the .pte with these inputs (raw files in `directory`, where it
+    also dumps its outputs: read them with runner_output)."""
+    import subprocess
+    os.makedirs(directory, exist_ok=True)
+    model = os.path.join(directory, "model.pte")
+    with open(model, "wb") as f:
+        f.write(pte)
+    for i, t in enumerate(inputs):
+        with open(os.path.join(directory, f"input_{i}.bin"), "wb") as f:
+            f.write(t.contiguous().numpy().tobytes())
+    return subprocess.run([vkdelegate.runtime.runner_path(), "--model", model, "--iters", "1", "--warmup", "0",
+                           "--inputs", str(directory), "--dump-outputs", str(directory)],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def runner_output(directory, index: int, like: torch.Tensor) -> torch.Tensor:
+    """Output `index` the runner dumped, with the dtype and shape of `like`."""
+    with open(os.path.join(directory, f"output_{index}.bin"), "rb") as f:
+        data = bytearray(f.read())
+    return torch.frombuffer(data, dtype=like.dtype).reshape(like.shape)

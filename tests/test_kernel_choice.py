@@ -9,10 +9,10 @@ from vkdelegate.runtime import _vkdelegate
 H100 = dict(max_shared_memory=232448, max_storage_buffer_range=2**32 - 1, subgroup_size=32,
             subgroup_arithmetic=True, shader_float16=True, cooperative_matrix=True,
             cooperative_matrix_shapes=["16x16x16 f16->f32"], max_workgroup_invocations=1024,
-            max_workgroup_count=[2**31 - 1, 65535, 65535])
+            max_workgroup_size=[1024, 1024, 64], max_workgroup_count=[2**31 - 1, 65535, 65535])
 LAVAPIPE = dict(max_shared_memory=32768, max_storage_buffer_range=2**31 - 1, subgroup_size=8,
                 subgroup_arithmetic=True, shader_float16=True, max_workgroup_invocations=1024,
-                max_workgroup_count=[65535, 65535, 65535])
+                max_workgroup_size=[1024, 1024, 1024], max_workgroup_count=[65535, 65535, 65535])
 
 
 def mm(m, k, n, dtype="float32", batch=1):
@@ -156,9 +156,10 @@ def test_conv_gemm_variants_by_tiles():
     c = choose_conv(conv(70, 36, 9, 7 * 7), H100)
     assert (c["shader"], c["local"], c["tile"]) == ("conv2d_gemm_sk16", (4, 4, 16), (16, 16))
     assert choose_conv(conv(70, 36, 9, 7 * 7), H100, CONV_GEMM="gemm")["shader"] == "conv2d_gemm"
-    # a variant beyond the device's shared memory falls back to sk16
-    assert choose_conv(conv(19, 70, 9, 40 * 40, batch=8), dict(H100, max_shared_memory=8000),
-                       NO_TILED_CONV=True)["shader"] == "conv2d_gemm_sk16"
+    # a variant beyond the device's limits falls back to one within them (sk: 14 KB of shared
+    # memory, sk16 16 KB, gemm 8 KB), else to the direct kernel
+    assert choose_conv(conv(45, 83, 15, 31 * 27), dict(H100, max_shared_memory=14000))["shader"] == "conv2d_gemm"
+    assert choose_conv(conv(45, 83, 15, 31 * 27), dict(H100, max_shared_memory=8000))["shader"] == "conv2d"
 
 
 def test_float16_convolutions_take_cooperative_matrices():
@@ -189,3 +190,24 @@ def test_forced_tiled_convolution():
     assert choose_conv(conv(16, 32, 9, 81, groups=2), LAVAPIPE, TILED_CONV="1")["kernel"] == "gemm"
     assert choose_conv(conv(16, 32, 9, 81, dtype="float16"), LAVAPIPE, TILED_CONV="1")["kernel"] == "gemm"
     assert choose_conv(conv(64, 64, 9, 56 * 56, batch=32), H100, NO_TILED_CONV=True)["kernel"] == "gemm"
+
+
+def test_choices_stay_within_the_workgroup_limits():
+    """On a device of Vulkan's minimum 128 invocations (VKDELEGATE_DEVICE_PROFILE=vulkan-min on
+    any device), every choice keeps its workgroup within it: pipeline creation refuses one that
+    is not."""
+    small = dict(LAVAPIPE, max_workgroup_invocations=128, max_workgroup_size=[128, 128, 64], max_shared_memory=16384)
+    c = choose(linear(1, 64, 64), small)
+    assert (c["kernel"], c["local"], c["tile"]) == ("gemv", (32, 4, 1), (1, 4))
+    c = choose(mm(2048, 2048, 2048), small)  # tiled's 16 x 16 is over: matmul.glsl's 8 x 8
+    assert (c["kernel"], c["local"]) == ("strided", (8, 8, 1))
+    assert choose(mm(2048, 2048, 2048), LAVAPIPE)["kernel"] == "tiled"
+    # every conv2d_gemm variant (256 invocations each) is over too: the direct kernel
+    c = choose_conv(conv(70, 36, 9, 7 * 7), small)
+    assert (c["shader"], c["local"]) == ("conv2d", (64, 1, 1))
+    c = choose_conv(conv(70, 36, 9, 7 * 7), dict(small, max_workgroup_invocations=256, max_workgroup_size=[256, 256, 64]))
+    assert c["shader"] == "conv2d_gemm_sk16"
+    for problem in [conv(64, 64, 9, 56 * 56, batch=32), conv(19, 70, 9, 40 * 40, batch=8)]:
+        c = choose_conv(problem, small)
+        x, y, z = c["local"]
+        assert x * y * z <= 128, c

@@ -182,6 +182,9 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
                            ctx_.info().name + "' lacks " +
                            (ctx_.info().storage_16bit ? "shaderFloat16"
                                                       : "storageBuffer16BitAccess") +
+                           (ctx_.info().profile.empty() ? ""
+                                                        : " (as VKDELEGATE_DEVICE_PROFILE=" + ctx_.info().profile +
+                                                              " has it)") +
                            " (lower the model in float32, without force_fp16)");
         }
         if (!t->sizes()) throw GraphError(where + ": tensor without sizes");

@@ -178,7 +178,7 @@ ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Set
                                             p.batch * p.out_pixels)
                        : nullptr;
   ConvChoice c;
-  if (tiled != nullptr) {
+  if (tiled != nullptr && device.workgroup_fits(tiled->x, tiled->y, 1)) {
     c.kernel = ConvKernel::Tiled;
     c.shader = std::string("conv2d_tiled_") + tiled->name + "_f32";
     c.local = {tiled->x, tiled->y, 1};
@@ -205,7 +205,8 @@ ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Set
       const int64_t splits = coop_conv_splits(device, s, *coop, tiles(*coop), p.icpg * p.kernel_taps,
                                               p.batch * p.groups * p.ocpg * npix, p.batch * p.groups);
       const std::string shader = base + "_" + coop->name + (splits > 1 ? "_sk" : "") + "_f16";
-      if (find_shader(shader) != nullptr && smem >= coop->shared_bytes()) {
+      if (find_shader(shader) != nullptr && smem >= coop->shared_bytes() &&
+          device.workgroup_fits(coop->invocations(), 1, 1)) {
         c.kernel = ConvKernel::Coop;
         c.shader = shader;
         c.local = {coop->invocations(), 1, 1};
@@ -224,15 +225,23 @@ ConvChoice choose_conv(const ConvProblem& p, const DeviceInfo& device, const Set
     const GemmVariant* gv =
         tiles(kGemm) >= kGemmSkBelowTiles ? &kGemm : tiles(kGemmSk) >= kGemmSk16BelowTiles ? &kGemmSk : &kGemmSk16;
     if (const GemmVariant* forced = forced_gemm_variant(s)) gv = forced;
-    if (gv->shared_floats() * 4 > device.max_shared_memory ||
-        gv->tmt * gv->tnt * gv->slices > device.max_workgroup_invocations) {
-      gv = &kGemmSk16;  // 16 KB and 256 invocations: within every device's limits we run on
+    const auto fits = [&](const GemmVariant& v) {
+      const LocalSize l = v.local();
+      return v.shared_floats() * 4 <= device.max_shared_memory && device.workgroup_fits(l[0], l[1], l[2]);
+    };
+    // A variant over the device's limits: the first of the others that fits (sk16 has
+    // the fewest invocations, gemm the least shared memory), else the direct kernel (at
+    // Vulkan's minimum of 128 invocations none fits).
+    for (const GemmVariant* other : {&kGemmSk16, &kGemm, &kGemmSk}) {
+      if (!fits(*gv)) gv = other;
     }
-    c.kernel = ConvKernel::Gemm;
-    c.shader = gv->shader;
-    c.local = gv->local();
-    c.tile_m = gv->tile_oc(), c.tile_n = gv->tile_pix();
-    return c;
+    if (fits(*gv)) {
+      c.kernel = ConvKernel::Gemm;
+      c.shader = gv->shader;
+      c.local = gv->local();
+      c.tile_m = gv->tile_oc(), c.tile_n = gv->tile_pix();
+      return c;
+    }
   }
   c.kernel = p.transposed ? ConvKernel::Transposed : depthwise ? ConvKernel::Depthwise : ConvKernel::Direct;
   c.shader = p.transposed ? "conv_transpose2d" : depthwise ? "conv2d_dw" : "conv2d";

@@ -94,14 +94,15 @@ void add_binary(ComputeGraph& g, int a, int b, int out, const std::string& shade
   require_types(g, out, types);
   std::vector<int> tensors{out, a, b};
   const std::string name = node_shader(g, shader, out, tensors);
-  g.add_node(g.current_op(), name, kBinaryLocal, tensors,
-             [a, b, out, alpha](ComputeGraph& g, Node& node) {
+  const LocalSize local = local_1d_within(g.context().info(), kBinaryLocal[0]);
+  g.add_node(g.current_op(), name, local, tensors,
+             [a, b, out, alpha, local](ComputeGraph& g, Node& node) {
                BinaryParams p{};
                fill_broadcast(g, a, b, out, p);
                p.alpha = alpha;
                node.set_params(p);
                const int64_t n = g.tensor(out).numel();
-               node.set_groups_1d(p.same_shape ? std::max<int64_t>((n / 4 + kBinaryElems - 1) / kBinaryElems, 1) : n, kBinaryLocal[0]);
+               node.set_groups_1d(p.same_shape ? std::max<int64_t>((n / 4 + kBinaryElems - 1) / kBinaryElems, 1) : n, local[0]);
              });
 }
 

@@ -114,12 +114,13 @@ bool tiled_config(const MatmulProblem& p, const DeviceInfo& device, const Settin
     unsigned x = 0, y = 0, bk = 0;
     std::sscanf(s.tiled_mm.c_str(), "%u,%u,%u", &x, &y, &bk);  // one of settings.def's values
     config = {x, y, bk};
-    if (tiled_shared_bytes(config) > device.max_shared_memory) return false;
+    if (tiled_shared_bytes(config) > device.max_shared_memory || !device.workgroup_fits(x, y, 1)) return false;
     const int64_t tiles = ((p.N + 8 * x - 1) / (8 * x)) * ((p.M + 8 * y - 1) / (8 * y)) * p.batch;
     splits = splitk_count(p, device, s, tiles, false, forced_split);
     return true;
   }
   config = kTiledDefault;
+  if (!device.workgroup_fits(config.x, config.y, 1)) return false;
   const int64_t tm = 8 * config.y, tn = 8 * config.x;
   const int64_t tiles = ((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch;
   splits = splitk_count(p, device, s, tiles, true, forced_split);
@@ -166,7 +167,8 @@ const CoopMmVariant* coop_mm_variant(const MatmulProblem& p, const DeviceInfo& d
     return name + (kmajor ? "_kb" : "_nb") + "_f16";
   };
   const auto fits = [&](const CoopMmVariant& v) {
-    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= device.max_shared_memory) && find_shader(shader_of(v));
+    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= device.max_shared_memory) &&
+           device.workgroup_fits(v.invocations(), 1, 1) && find_shader(shader_of(v));
   };
   const CoopMmVariant* chosen = nullptr;
   if (!s.coopmm_tile.empty()) {
@@ -209,9 +211,11 @@ std::string coopmat_f16_base(const DeviceInfo& device, const Settings& settings,
 }
 
 MatmulChoice choose_matmul(const MatmulProblem& p, const DeviceInfo& device, const Settings& s) {
-  // matmul.glsl's tile from the planned (largest) sizes.
+  // matmul.glsl's tile from the planned (largest) sizes, within the device's workgroup
+  // limits (the last, 64 invocations, is within every device's: the minimum is 128).
   const TileConfig* config = &kTileConfigs[std::size(kTileConfigs) - 1];
   for (const TileConfig& c : kTileConfigs) {
+    if (!device.workgroup_fits(c.local[0], c.local[1], c.local[2])) continue;
     const int64_t groups = ((p.N + c.tile_n - 1) / c.tile_n) * ((p.M + c.tile_m - 1) / c.tile_m) * p.batch;
     if (groups >= kEnoughWorkgroups) {
       config = &c;
@@ -226,8 +230,10 @@ MatmulChoice choose_matmul(const MatmulProblem& p, const DeviceInfo& device, con
   if (p.b_sk == 1 && (p.M == 1 || few_rows_gemv(p, s, *config))) {
     c.kernel = MatmulKernel::Gemv;
     c.shader = "gemv";
+    // Fewer outputs per workgroup where the device allows fewer invocations.
     c.local = kGemvLocal;
-    c.tile_m = 1, c.tile_n = kGemvLocal[1];
+    while (c.local[1] > 1 && !device.workgroup_fits(c.local[0], c.local[1], 1)) c.local[1] /= 2;
+    c.tile_m = 1, c.tile_n = c.local[1];
     return c;
   }
   // Float16 products go to the cooperative-matrix kernel where there is one.

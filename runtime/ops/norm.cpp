@@ -32,7 +32,7 @@ void add_layer_norm(ComputeGraph& g, const OpArgs& a) {
   for (int id : {weight, bias}) {
     if (id >= 0 && g.tensor(id).numel() != D) g.fail("weight/bias must have normalized_shape");
   }
-  g.add_node(g.current_op(), variant(g, "layer_norm", in), D >= kLongRow ? kNormLongLocal : kNormLocal,
+  g.add_node(g.current_op(), variant(g, "layer_norm", in), D >= kLongRow ? local_1d_within(g.context().info(), kNormLongLocal[0]) : kNormLocal,
              {out, mean, rstd, in, weight >= 0 ? weight : in, bias >= 0 ? bias : in},
              [=](ComputeGraph& g, Node& node) {
                const Tensor& x = g.tensor(in);

@@ -16,6 +16,14 @@ namespace vkd {
 
 constexpr LocalSize kLocal1D{64, 1, 1};
 
+// A 1-D local size of `want` (a power of two), halved until it is within the device's
+// workgroup limits: VKDELEGATE_DEVICE_PROFILE may lower them below a kernel's default
+// (Vulkan's minimum is 128 invocations). The kernels taking it read gl_WorkGroupSize.
+inline LocalSize local_1d_within(const DeviceInfo& device, uint32_t want) {
+  while (want > 1 && !device.workgroup_fits(want, 1, 1)) want /= 2;
+  return {want, 1, 1};
+}
+
 constexpr bool same_name(const char* a, const char* b) { return *a == *b && (*a == 0 || same_name(a + 1, b + 1)); }
 // The row of a variant table (glsl/*_variants.py, through its generated header) named `name`.
 // Past the end does not compile in a constant expression: a name the table lacks is a build error.

@@ -20,7 +20,7 @@ void add_softmax(ComputeGraph& g, const OpArgs& args, const char* shader) {
   const int64_t dim = g.get_int(args.at(1));
   const Tensor& x = g.tensor(in);
   const int64_t planned_d = x.dim() == 0 ? 1 : x.sizes[normalize_dim(g, dim, x.dim())];
-  g.add_node(g.current_op(), variant(g, shader, in), planned_d >= kLongRow ? kSoftmaxLongLocal : kSoftmaxLocal, {out, in},
+  g.add_node(g.current_op(), variant(g, shader, in), planned_d >= kLongRow ? local_1d_within(g.context().info(), kSoftmaxLongLocal[0]) : kSoftmaxLocal, {out, in},
              [in, out, dim](ComputeGraph& g, Node& node) {
                const Tensor& t = g.tensor(in);
                g.tensor(out).sizes = t.sizes;

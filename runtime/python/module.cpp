@@ -11,6 +11,8 @@
 #include "../ops/matmul_choice.h"
 #include "../ops/op_registry.h"
 #include "../settings.h"
+#include "../vk/device_profile.h"
+#include "../vk/pipeline.h"
 
 namespace py = pybind11;
 using namespace vkd;
@@ -35,6 +37,9 @@ py::dict device_info() {
   d["subgroup_arithmetic"] = i.subgroup_arithmetic;
   d["max_shared_memory"] = i.max_shared_memory;
   d["max_storage_buffer_range"] = i.max_storage_buffer_range;
+  d["max_workgroup_invocations"] = i.max_workgroup_invocations;
+  d["max_workgroup_size"] = std::vector<uint32_t>(i.max_workgroup_size, i.max_workgroup_size + 3);
+  d["profile"] = i.profile;
   d["timestamps"] = i.timestamps;
   d["shader_float16"] = i.shader_float16;
   d["storage_16bit"] = i.storage_16bit;
@@ -147,6 +152,11 @@ DeviceInfo device_from(const py::dict& d) {
     else if (k == "max_shared_memory") i.max_shared_memory = value.cast<uint32_t>();
     else if (k == "max_storage_buffer_range") i.max_storage_buffer_range = value.cast<VkDeviceSize>();
     else if (k == "max_workgroup_invocations") i.max_workgroup_invocations = value.cast<uint32_t>();
+    else if (k == "max_workgroup_size") {
+      const auto c = value.cast<std::vector<uint32_t>>();
+      if (c.size() != 3) throw SettingsError("max_workgroup_size: expected 3 values");
+      for (int j = 0; j < 3; ++j) i.max_workgroup_size[j] = c[j];
+    }
     else if (k == "max_workgroup_count") {
       const auto c = value.cast<std::vector<uint32_t>>();
       if (c.size() != 3) throw SettingsError("max_workgroup_count: expected 3 values");
@@ -339,6 +349,36 @@ PYBIND11_MODULE(_vkdelegate, m) {
     return py::make_tuple(e.process_error, e.graph_error);
   }, "(first bad process setting, first bad graph setting) of an environment given as a dict, as the "
      "runtime reads its own: for tests.");
+  m.def("_shader_shared_bytes", [](const std::string& name, const std::vector<uint32_t>& local) {
+    const ShaderBinary* bin = find_shader(name);
+    if (!bin) throw std::invalid_argument("no embedded shader named '" + name + "'");
+    if (local.size() != 3) throw std::invalid_argument("local size: expected 3 values");
+    return spirv_shared_bytes(bin->words, bin->num_words, {local[0], local[1], local[2]});
+  }, py::arg("shader"), py::arg("local_size"),
+     "Bytes of shared memory an embedded shader declares at this workgroup size (as pipeline creation "
+     "checks it): for tests.");
+  m.def("_shader_names", [] {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < kNumShaderBinaries; ++i) names.push_back(kShaderBinaries[i].name);
+    return names;
+  }, "The embedded shaders' names: for tests.");
+  m.def("_parse_device_profile", [](const std::string& text) {
+    const DeviceProfile p = parse_device_profile(text);
+    py::dict d;
+    auto put = [&](const char* key, const DeviceProfile::Value& v) {
+      if (v.set) d[key] = v.value;
+    };
+    put("shared", p.shared);
+    put("invocations", p.invocations);
+    put("binding", p.binding);
+    put("fp16", p.fp16);
+    put("int64", p.int64);
+    put("intdot", p.intdot);
+    put("coopmat", p.coopmat);
+    if (p.size[0].set) d["size"] = std::vector<uint64_t>{p.size[0].value, p.size[1].value, p.size[2].value};
+    return d;
+  }, py::arg("text"), "VKDELEGATE_DEVICE_PROFILE's text parsed as the runtime parses it: for tests.");
+  m.def("_device_profile_names", &device_profile_names, "The named device profiles: for tests.");
   m.def("last_error", &last_error, "The last error the backend reported to ExecuTorch.");
   m.def("loaded_memory_reports", [] {
     py::list l;

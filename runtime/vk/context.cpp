@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../settings.h"
+#include "device_profile.h"
 #include "memory.h"
 #include "pipeline.h"
 
@@ -38,6 +39,13 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
     std::fprintf(stderr, "[vkdelegate] Vulkan: %s\n", data->pMessage);
   }
   return VK_FALSE;
+}
+
+// VKDELEGATE_DEVICE_PROFILE, parsed once (a bad one makes the device unavailable,
+// with the parser's message as the reason).
+const DeviceProfile& device_profile() {
+  static const DeviceProfile profile = parse_device_profile(process_settings().device_profile);
+  return profile;
 }
 
 bool has_extension(const std::vector<VkExtensionProperties>& exts,
@@ -383,8 +391,28 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   if (f.has_coopmat && p.apiVersion >= VK_API_VERSION_1_2) *chain_end = &f.memory_model;
   vkGetPhysicalDeviceFeatures2(device, &f.core);
 
-  // VKDELEGATE_DISABLE_FP16=1 acts as a device without fp16 (tests the error at load).
-  if (process_settings().disable_fp16) {
+  // VKDELEGATE_DEVICE_PROFILE turns features off (never on): the device is then
+  // created without them, and every choice takes the path of a device that lacks them.
+  const DeviceProfile& profile = device_profile();
+  auto lower_feature = [&](const DeviceProfile::Value& v, VkBool32 have, const char* key, const char* vk_name) {
+    return static_cast<bool>(lowered_limit(profile, v, have ? 1 : 0, key, vk_name));
+  };
+  const bool fp16 = lower_feature(profile.fp16, f.storage16.storageBuffer16BitAccess, "fp16",
+                                  "storageBuffer16BitAccess");
+  if (!lower_feature(profile.int64, f.core.features.shaderInt64, "int64", "shaderInt64")) {
+    f.core.features.shaderInt64 = VK_FALSE;  // int64 tensors live as int32 (INT64_STORAGE=32)
+  }
+  if (!lower_feature(profile.intdot, f.has_int_dot && f.int_dot.shaderIntegerDotProduct, "intdot",
+                     "shaderIntegerDotProduct")) {
+    f.int_dot.shaderIntegerDotProduct = VK_FALSE;
+  }
+  if (!lower_feature(profile.coopmat, f.has_coopmat && f.coopmat.cooperativeMatrix, "coopmat",
+                     "cooperativeMatrix")) {
+    f.coopmat.cooperativeMatrix = VK_FALSE;  // and with it cooperative_matrix2
+  }
+  // VKDELEGATE_DISABLE_FP16=1 (or a profile's fp16=0) acts as a device without fp16
+  // (tests the error at load).
+  if (process_settings().disable_fp16 || !fp16) {
     f.storage16.storageBuffer16BitAccess = VK_FALSE;
     f.storage16.uniformAndStorageBuffer16BitAccess = VK_FALSE;
     f.float16int8.shaderFloat16 = VK_FALSE;
@@ -411,8 +439,14 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-  info.max_shared_memory = p.limits.maxComputeSharedMemorySize;
-  info.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  // VKDELEGATE_DEVICE_PROFILE lowers the limits (an explicit value above the device's
+  // is an error); pipeline creation checks every kernel against them (pipeline.cpp).
+  const DeviceProfile& profile = device_profile();
+  info.profile = profile.text;
+  info.max_shared_memory = static_cast<uint32_t>(lowered_limit(
+      profile, profile.shared, p.limits.maxComputeSharedMemorySize, "shared", "maxComputeSharedMemorySize"));
+  info.max_storage_buffer_range =
+      lowered_limit(profile, profile.binding, p.limits.maxStorageBufferRange, "binding", "maxStorageBufferRange");
   // VKDELEGATE_MAX_BINDING_BYTES lowers the binding range, so that tests can
   // take the large-tensor paths with small tensors (as on a device with a small limit).
   if (const std::optional<int64_t> bytes = process_settings().max_binding_bytes) {
@@ -430,7 +464,15 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.params_in_storage = binding.empty() ? info.driver_id == VK_DRIVER_ID_MESA_LLVMPIPE
                                            : binding == "storage";
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
-  info.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  info.max_workgroup_invocations = static_cast<uint32_t>(lowered_limit(
+      profile, profile.invocations, p.limits.maxComputeWorkGroupInvocations, "invocations",
+      "maxComputeWorkGroupInvocations"));
+  static const char* const kSizeNames[3] = {"maxComputeWorkGroupSize[0]", "maxComputeWorkGroupSize[1]",
+                                            "maxComputeWorkGroupSize[2]"};
+  for (int i = 0; i < 3; ++i) {
+    info.max_workgroup_size[i] = static_cast<uint32_t>(
+        lowered_limit(profile, profile.size[i], p.limits.maxComputeWorkGroupSize[i], "size", kSizeNames[i]));
+  }
   info.timestamp_period_ns = p.limits.timestampPeriod;
   info.shader_int64 = f.core.features.shaderInt64;
   info.storage_16bit = f.storage16.storageBuffer16BitAccess;

@@ -59,6 +59,10 @@ struct DeviceInfo {
   bool memory_budget = false;  // VK_EXT_memory_budget, enabled: the heaps' budget and usage
   uint32_t max_workgroup_count[3] = {0, 0, 0};
   uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {0, 0, 0};
+  // VKDELEGATE_DEVICE_PROFILE as given (empty: none): the limits and features above
+  // are the real device's lowered to it (device_profile.h).
+  std::string profile;
   float timestamp_period_ns = 0.f;
   bool timestamps = false;
   bool shader_float16 = false;
@@ -80,6 +84,12 @@ struct DeviceInfo {
   // with component types as in GLSL (e.g. "16x16x16 f16->f32").
   std::vector<std::string> cooperative_matrix_shapes;
   bool has_cooperative_matrix_shape(uint32_t m, uint32_t n, uint32_t k, const char* a_to_c) const;
+  // A workgroup of x * y * z invocations is within maxComputeWorkGroupInvocations and
+  // maxComputeWorkGroupSize (pipeline creation refuses one that is not).
+  bool workgroup_fits(uint32_t x, uint32_t y, uint32_t z) const {
+    return uint64_t{x} * y * z <= max_workgroup_invocations && x <= max_workgroup_size[0] &&
+           y <= max_workgroup_size[1] && z <= max_workgroup_size[2];
+  }
 };
 
 class Context {

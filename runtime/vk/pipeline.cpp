@@ -106,6 +106,126 @@ std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, siz
   return out;
 }
 
+uint64_t spirv_shared_bytes(const uint32_t* words, size_t num_words, const LocalSize& local_size) {
+  if (num_words < 5 || words[0] != 0x07230203u) throw VulkanError("not a SPIR-V module");
+  constexpr uint32_t kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22, kOpTypeVector = 23,
+                     kOpTypeMatrix = 24, kOpTypeArray = 28, kOpTypeStruct = 30, kOpTypePointer = 32,
+                     kOpConstantTrue = 41, kOpConstantFalse = 42, kOpConstant = 43,
+                     kOpConstantComposite = 44, kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49,
+                     kOpSpecConstant = 50, kOpSpecConstantComposite = 51, kOpSpecConstantOp = 52,
+                     kOpVariable = 59, kOpDecorate = 71;
+  constexpr uint32_t kSpecId = 1, kWorkgroup = 4;
+  std::unordered_map<uint32_t, uint32_t> spec_id;
+  std::unordered_map<uint32_t, uint64_t> type_bytes;          // sized types
+  std::unordered_map<uint32_t, uint64_t> scalar;              // integer and boolean constants
+  std::unordered_map<uint32_t, std::vector<uint32_t>> composite;  // composite constants' parts
+  std::unordered_map<uint32_t, uint32_t> pointee;             // Workgroup pointer types
+  uint64_t total = 0;
+  auto value_of = [&](uint32_t id) -> uint64_t {
+    auto it = scalar.find(id);
+    if (it == scalar.end()) throw VulkanError("a shared array's length is not a constant this evaluates");
+    return it->second;
+  };
+  auto bytes_of = [&](uint32_t id) -> uint64_t {
+    auto it = type_bytes.find(id);
+    if (it == type_bytes.end()) throw VulkanError("a shared variable of a type this does not size");
+    return it->second;
+  };
+  for (size_t i = 5; i < num_words;) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    if (count == 0 || i + count > num_words) throw VulkanError("a malformed SPIR-V module");
+    const uint32_t* w = words + i;
+    switch (op) {
+      case kOpDecorate:
+        if (count >= 4 && w[2] == kSpecId) spec_id[w[1]] = w[3];
+        break;
+      case kOpTypeBool: type_bytes[w[1]] = 4; break;
+      case kOpTypeInt:
+      case kOpTypeFloat: type_bytes[w[1]] = w[2] / 8; break;
+      case kOpTypeVector:
+      case kOpTypeMatrix:
+        if (type_bytes.count(w[2])) type_bytes[w[1]] = type_bytes[w[2]] * w[3];
+        break;
+      case kOpTypeArray:
+        if (type_bytes.count(w[2]) && scalar.count(w[3])) type_bytes[w[1]] = type_bytes[w[2]] * scalar[w[3]];
+        break;
+      case kOpTypeStruct: {
+        uint64_t sum = 0;
+        bool sized = true;
+        for (uint32_t m = 2; m < count; ++m) {
+          auto it = type_bytes.find(w[m]);
+          if (it == type_bytes.end()) sized = false; else sum += it->second;
+        }
+        if (sized) type_bytes[w[1]] = sum;
+        break;
+      }
+      case kOpTypePointer:
+        if (w[2] == kWorkgroup) pointee[w[1]] = w[3];
+        break;
+      case kOpConstantTrue: case kOpSpecConstantTrue: scalar[w[2]] = 1; break;
+      case kOpConstantFalse: case kOpSpecConstantFalse: scalar[w[2]] = 0; break;
+      case kOpConstant:
+      case kOpSpecConstant: {
+        uint64_t v = w[3];
+        if (count >= 5) v |= static_cast<uint64_t>(w[4]) << 32;
+        auto id = spec_id.find(w[2]);
+        if (op == kOpSpecConstant && id != spec_id.end() && id->second < 3) v = local_size[id->second];
+        scalar[w[2]] = v;
+        break;
+      }
+      case kOpConstantComposite:
+      case kOpSpecConstantComposite:
+        composite[w[2]].assign(w + 3, w + count);
+        break;
+      case kOpSpecConstantOp: {
+        // The integer operations glslang emits for sizes such as gl_WorkGroupSize.x * 2
+        // or TILE + 1u; an operation outside these leaves the result unknown (an error
+        // only if a shared array's length needs it).
+        const uint32_t inner = w[3];
+        auto a = [&](int k) { return value_of(w[4 + k]); };
+        try {
+          switch (inner) {
+            case 81: {  // OpCompositeExtract
+              auto c = composite.find(w[4]);
+              if (c != composite.end() && count == 6 && w[5] < c->second.size()) {
+                scalar[w[2]] = value_of(c->second[w[5]]);
+              }
+              break;
+            }
+            case 128: scalar[w[2]] = a(0) + a(1); break;                    // OpIAdd
+            case 130: scalar[w[2]] = a(0) - a(1); break;                    // OpISub
+            case 132: scalar[w[2]] = a(0) * a(1); break;                    // OpIMul
+            case 134: case 135: if (a(1)) scalar[w[2]] = a(0) / a(1); break;  // OpUDiv, OpSDiv
+            case 137: if (a(1)) scalar[w[2]] = a(0) % a(1); break;          // OpUMod
+            case 194: scalar[w[2]] = a(0) >> a(1); break;                   // OpShiftRightLogical
+            case 196: scalar[w[2]] = a(0) << a(1); break;                   // OpShiftLeftLogical
+            case 199: scalar[w[2]] = a(0) & a(1); break;                    // OpBitwiseAnd
+            case 113: case 114: scalar[w[2]] = a(0); break;                 // OpUConvert, OpSConvert
+            case 169: scalar[w[2]] = a(0) ? a(1) : a(2); break;             // OpSelect
+            case 170: scalar[w[2]] = a(0) == a(1); break;                   // OpIEqual
+            case 176: case 177: scalar[w[2]] = a(0) < a(1); break;          // OpULessThan, OpSLessThan
+            case 172: case 173: scalar[w[2]] = a(0) > a(1); break;          // OpUGreaterThan, OpSGreaterThan
+            default: break;
+          }
+        } catch (const VulkanError&) {
+          // an operand not known: the result stays unknown
+        }
+        break;
+      }
+      case kOpVariable:
+        if (count >= 4 && w[3] == kWorkgroup) {
+          auto p = pointee.find(w[1]);
+          if (p == pointee.end()) throw VulkanError("a shared variable of an unknown pointer type");
+          total += bytes_of(p->second);
+        }
+        break;
+      default: break;
+    }
+    i += count;
+  }
+  return total;
+}
+
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   VKD_CHECK(vkCreatePipelineCache(ctx.device(), &ci, nullptr, &cache_));
@@ -217,6 +337,35 @@ const Pipeline& PipelineCache::get(const std::string& shader, uint32_t num_stora
   p->shader = shader;
   p->num_storage = num_storage;
   p->local_size = local_size;
+  // The limits the runtime sees (VKDELEGATE_DEVICE_PROFILE may have lowered them
+  // below the real device's, which is all the validation layer checks).
+  const DeviceInfo& info = ctx_.info();
+  const std::string size_text = std::to_string(local_size[0]) + "x" + std::to_string(local_size[1]) + "x" +
+                                std::to_string(local_size[2]);
+  const std::string seen = info.profile.empty() ? "" : " (VKDELEGATE_DEVICE_PROFILE=" + info.profile + ")";
+  const uint64_t invocations = uint64_t{local_size[0]} * local_size[1] * local_size[2];
+  if (invocations > info.max_workgroup_invocations) {
+    throw VulkanError("shader '" + shader + "': a workgroup of " + size_text + " = " + std::to_string(invocations) +
+                      " invocations is over the device's maxComputeWorkGroupInvocations " +
+                      std::to_string(info.max_workgroup_invocations) + seen);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (local_size[i] > info.max_workgroup_size[i]) {
+      throw VulkanError("shader '" + shader + "': a workgroup of " + size_text + " is over the device's " +
+                        "maxComputeWorkGroupSize[" + std::to_string(i) + "] " +
+                        std::to_string(info.max_workgroup_size[i]) + seen);
+    }
+  }
+  try {
+    p->shared_bytes = spirv_shared_bytes(bin->words, bin->num_words, local_size);
+  } catch (const VulkanError& e) {
+    throw VulkanError("shader '" + shader + "': its shared memory could not be sized: " + e.what());
+  }
+  if (p->shared_bytes > info.max_shared_memory) {
+    throw VulkanError("shader '" + shader + "' with a workgroup of " + size_text + " declares " +
+                      std::to_string(p->shared_bytes) + " bytes of shared memory, over the device's " +
+                      "maxComputeSharedMemorySize " + std::to_string(info.max_shared_memory) + seen);
+  }
   p->writes = spirv_written_bindings(bin->words, bin->num_words, num_storage);  // barrier placement
   VkDevice dev = ctx_.device();
 

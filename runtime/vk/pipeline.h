@@ -37,6 +37,7 @@ struct Pipeline {
   std::string shader;
   uint32_t num_storage = 0;
   LocalSize local_size{1, 1, 1};
+  uint64_t shared_bytes = 0;  // workgroup memory, checked against DeviceInfo::max_shared_memory
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline handle = VK_NULL_HANDLE;
@@ -64,6 +65,12 @@ std::vector<bool> spirv_written_bindings(const uint32_t* words, size_t num_words
 // (where storage buffers are of the Uniform class too and cannot be told apart) or
 // has workgroup barriers.
 std::vector<uint32_t> spirv_uniform_blocks_as_storage(const uint32_t* words, size_t num_words);
+
+// Bytes of workgroup (shared) memory a module declares, with specialization
+// constants 0, 1, 2 (the workgroup size) set to local_size and the others at their
+// defaults; arrays packed tightly. Throws VulkanError where an array's length is a
+// specialization expression this does not evaluate.
+uint64_t spirv_shared_bytes(const uint32_t* words, size_t num_words, const LocalSize& local_size);
 
 class PipelineCache {
  public:
