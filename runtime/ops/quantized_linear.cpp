@@ -60,7 +60,8 @@ const CoopMmVariant* coop_variant(ComputeGraph& g, int64_t rows, int64_t N, int6
     return base + "_" + v.name + (bits == 4 ? "_b4" : "_b8");
   };
   const auto fits = [&](const CoopMmVariant& v) {
-    return v.shared_bytes(true) <= device.max_shared_memory && find_shader(shader_of(v)) != nullptr;
+    return v.shared_bytes(true) <= device.max_shared_memory && device.workgroup_fits(v.invocations(), 1, 1) &&
+           find_shader(shader_of(v)) != nullptr;
   };
   const CoopMmVariant* chosen = nullptr;
   if (!s.qlinear_coop_tile.empty()) {
