@@ -179,10 +179,15 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   int64_t chunk = (int64_t{planned.cache_len} * split_units + kSplitTargetGroups - 1) / kSplitTargetGroups;
   chunk = std::clamp<int64_t>((chunk + kSplitMinChunk - 1) / kSplitMinChunk * kSplitMinChunk, kSplitMinChunk, kSplitMaxChunk);
   const int64_t chunks = std::max<int64_t>(1, (planned.cache_len + chunk - 1) / chunk);
-  int64_t split_heads = 1;
-  for (int64_t d = 1; d <= std::min<int64_t>(planned.group, kSplitMaxHeads); ++d) {
-    if (planned.group % d == 0 && d * planned.E <= kSplitQueryFloats && d * chunk <= kSplitScores) split_heads = d;
-  }
+  // Query heads per workgroup: a divisor of the current group (H / KVH, which a resize can change), so
+  // that all of a workgroup's heads share one KV head.
+  auto split_heads_of = [chunk](const SdpaKvCacheParams& p) {
+    int64_t heads = 1;
+    for (int64_t d = 1; d <= std::min<int64_t>(p.group, kSplitMaxHeads); ++d) {
+      if (p.group % d == 0 && d * p.E <= kSplitQueryFloats && d * chunk <= kSplitScores) heads = d;
+    }
+    return heads;
+  };
   const int64_t part_row = chunks * (2 + int64_t{planned.Ev});  // floats per query row
   const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
   const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
@@ -205,6 +210,7 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
     g.tensor(part).sizes = {split ? std::max<int64_t>(1, B * T * H * part_row) : 1};
     p.chunk = static_cast<int32_t>(chunk);
     p.chunks = static_cast<int32_t>(chunks);
+    const int64_t split_heads = split_heads_of(p);
     p.split_heads = static_cast<int32_t>(split_heads);
     node.set_params(p);
     const Kernel use_many = tiled ? Kernel::Tiled : Kernel::Rows;
