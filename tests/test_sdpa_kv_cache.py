@@ -61,9 +61,11 @@ CASES = [
     pytest.param(2, 2, 6, 6, 33, 40, 90, 57, id="split_batch2_ratio1_odd_dims"),
     pytest.param(1, 1, 40, 1, 96, 96, 1100, 1098, id="decode_ratio40_long_cache_heads_split"),
     pytest.param(1, SPLIT_MAX_QUERIES, 8, 1, 200, 80, 64, 40, id="split_at_its_query_limit_d200"),
-    # S * KVH above 256 chunks of 32: chunks of 64 keys, a key tile and a ragged one per chunk.
-    pytest.param(1, 1, 8, 4, 40, 40, 2100, 2099, id="decode_chunks_of_64_cache_end"),
-    pytest.param(1, 2, 8, 4, 40, 40, 2100, 100, id="decode_chunks_of_64_ragged_chunk"),
+    # Long caches: more chunks than the reduce's 64 invocations, a ragged last chunk; past 256 live
+    # chunks the reduce takes its weights in several tiles.
+    pytest.param(1, 1, 8, 4, 40, 40, 2100, 2099, id="decode_many_chunks_cache_end"),
+    pytest.param(1, 2, 8, 4, 40, 40, 2100, 100, id="decode_many_chunks_ragged_chunk"),
+    pytest.param(1, 1, 4, 1, 16, 24, 5000, 4999, id="decode_chunks_past_one_reduce_tile"),
     # The tiled path: several blocks of query rows, a ragged last one, key tiles of 32 and 16.
     pytest.param(1, SPLIT_MAX_QUERIES + 1, 8, 4, 64, 64, 64, 0, id="tiled_past_the_split_limit_ratio2"),
     pytest.param(1, 45, 32, 4, 64, 64, 128, 10, id="tiled_ratio8_ragged_blocks"),
