@@ -15,6 +15,10 @@ DEFAULTS: Dict[str, Any] = {
     "force_fp16": False,
     # Delegate only ops whose runtime implementation can resize (dynamic shapes).
     "require_dynamic_shapes": False,
+    # Q4_0 / Q8_0 GGUF weights repacked at export into the weight-only int4 / int8 layout (the same
+    # numbers; backends/gguf_repack.py), for its decode fusions and tensor-core prefill. False keeps
+    # the GGUF block kernels.
+    "gguf_repack": True,
 }
 
 

@@ -68,7 +68,8 @@ def insert_call(graph: "torch.fx.Graph", target: Any, args: tuple, before: Node,
     with graph.inserting_before(before):
         node = graph.call_function(target, tuple(args), kwargs)
     fakes = [item.meta["val"] if isinstance(item, Node) else item for item in args]
-    with detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)]):
+    leaves = torch.utils._pytree.tree_leaves(fakes)  # a multi-output op's value is a tuple (getitem)
+    with detect_fake_mode([f for f in leaves if isinstance(f, torch.Tensor)]):
         node.meta["val"] = target(*fakes, **kwargs)
     return node
 

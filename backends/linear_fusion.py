@@ -188,7 +188,8 @@ def fuse_linears(program: ExportedProgram, options: Dict) -> None:
                 # A lone linear with nothing to fuse stays as it is.
                 if len(linears) == 1 and norm_unit != index and _residual_add(linears[0]) is None:
                     continue
-                erased.update(_fuse(graph, order, x, linears, mul, norm_unit == index))
-                fused_any = True
+                dead = _fuse(graph, order, x, linears, mul, norm_unit == index)
+                erased.update(dead)
+                fused_any = fused_any or bool(dead)  # an unmovable unit stays (and must not loop)
         if not fused_any:
             break

@@ -19,6 +19,7 @@ from .q8ta_fusion import fuse_q8ta
 from .fuse_conv import fuse_conv
 from .attention_fusion import fuse_sdpa_kv_cache
 from .gguf_fusion import fuse_gguf_dequantize
+from .gguf_repack import repack_gguf
 from .linear_fusion import fuse_linears
 from .rope_fusion import fuse_rope, fuse_rope_kv_update
 from .torchao_fusion import fuse_torchao_quantized
@@ -29,6 +30,7 @@ PASSES: List[Pass] = [
     fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
     fuse_torchao_quantized,  # qlinear: torchao dequantize -> linear | embedding into et_vk.vkd_*_qw
     fuse_gguf_dequantize,  # the wheel's GGUF weights: dequantize_gguf -> linear | embedding into et_vk.vkd_*_gguf
+    repack_gguf,  # Q4_0 / Q8_0 GGUF weights onto the weight-only et_vk.vkd_*_qw ops (same numbers; their fusions)
     # perf: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv;
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,

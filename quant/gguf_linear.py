@@ -230,6 +230,47 @@ embedding_gguf = define(
 )
 
 
+# Q4_0 and Q8_0 blocks are one fp16 scale d and 32 signed values q with w = d * q (Q4_0 stores
+# q + 8): exactly the weight-only layout of quant/torchao_ops.py (signed 4- or 8-bit values packed
+# along K, one float scale per group of 32, no zero points), so backends/gguf_repack.py moves
+# them onto those ops (their fusions, GEMVs and tensor-core prefill) with the same numbers.
+REPACKED_BITS = {2: 4, 8: 8}  # ggml type -> bits of the weight-only layout
+REPACKED_GROUP = 32
+
+
+def _repack_values(weight: torch.Tensor, ggml_type: int, n: int, k: int):
+    _check_weight_words(weight, ggml_type, n, k)
+    if ggml_type not in REPACKED_BITS:
+        raise ValueError(f"vkd_gguf_to_qw: {FORMATS[ggml_type].name} has no exact weight-only layout")
+    b = unpack_bytes(weight, weight_nbytes(ggml_type, n, k)).reshape(-1, FORMATS[ggml_type].block_bytes)
+    d = _f16(b[:, 0], b[:, 1]).reshape(n, k // REPACKED_GROUP)
+    if ggml_type == 2:
+        q = _nibbles(b[:, 2:18]).reshape(-1, 32).to(torch.int8) - 8
+    else:
+        q = b[:, 2:34].contiguous().view(torch.int8)
+    return q.reshape(n, k), d
+
+
+def _gguf_to_qw_reference(weight, ggml_type, n, k):
+    from .torchao_ops import pack_weight
+
+    q, d = _repack_values(weight, ggml_type, n, k)
+    return pack_weight(q, REPACKED_BITS[ggml_type]), d
+
+
+def _gguf_to_qw_fake(weight, ggml_type, n, k):
+    _check_weight_words(weight, ggml_type, n, k)
+    per = 32 // REPACKED_BITS.get(ggml_type, 4)
+    return (weight.new_empty((n, -(-k // per)), dtype=torch.int32),
+            weight.new_empty((n, k // REPACKED_GROUP), dtype=torch.float32))
+
+
+# A Q4_0 / Q8_0 weight's words -> (packed_weight, scales) of et_vk.vkd_linear_qw / vkd_embedding_qw
+# (bits REPACKED_BITS[ggml_type], group REPACKED_GROUP, no zeros). AOT only: the graph builder folds it.
+gguf_to_qw = define("vkd_gguf_to_qw(Tensor weight, int ggml_type, int n, int k) -> (Tensor, Tensor)",
+                    _gguf_to_qw_reference, _gguf_to_qw_fake)
+
+
 class GGUFLinear(torch.nn.Module):
     """nn.Linear's forward on a weight kept as raw GGUF blocks (int32 words, see pack_words)."""
 

@@ -64,6 +64,45 @@ def test_fused_linear_matches_dequantized_and_float(qtype, lead, n):
     assert relative_error(out, torch.nn.functional.linear(x, weight, bias)) < FLOAT_ERROR[qtype]
 
 
+def _blob_ops(em):
+    from helpers import delegate_blob
+    from vkdelegate.serialization import deserialize_blob
+
+    return {call.name.rsplit(".", 1)[0] for call in deserialize_blob(delegate_blob(em)).chain}
+
+
+@pytest.mark.parametrize("qtype", [QT.Q4_0, QT.Q8_0], ids=lambda t: t.name)
+def test_q4_0_and_q8_0_repack_onto_the_weight_only_ops(qtype):
+    """backends/gguf_repack.py: the same numbers through vkd_linear_qw / vkd_embedding_qw (one row:
+    the fused GEMV; three rows: the rows kernel), and the block kernels with gguf_repack=False."""
+    torch.manual_seed(1)
+    k, n, rows = 96, 13, 23
+
+    class LinearOfEmbedding(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            table = quantize(torch.randn(rows, k).numpy(), qtype)
+            self.embed = GGUFEmbedding.from_blocks(torch.from_numpy(table), int(qtype), rows, k)
+            self.linear = _gguf_linear(qtype, torch.randn(n, k) * 0.1, torch.randn(n))
+
+        def forward(self, tokens, x):
+            return self.linear(x + self.embed(tokens))
+
+    module = LinearOfEmbedding().eval()
+    for lead in ((1, 1), (1, 3)):
+        tokens, x = torch.randint(0, rows, lead), torch.randn(*lead, k)
+        with torch.no_grad():
+            expected = module(tokens, x)
+        outs = {}
+        for repack, ops in ((True, {"et_vk.vkd_linear_qw", "et_vk.vkd_embedding_qw"}),
+                            (False, {"et_vk.vkd_linear_gguf", "et_vk.vkd_embedding_gguf"})):
+            em = lower(module, (tokens, x), options={"gguf_repack": repack})
+            assert cpu_ops(em) == [] and ops <= _blob_ops(em), _blob_ops(em)
+            outs[repack] = run_pte(em.to_executorch().buffer, (tokens, x))[0]
+            torch.testing.assert_close(outs[repack], expected, **TOLERANCES["matmul"])
+        torch.testing.assert_close(outs[True], outs[False], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("qtype, k", [(QT.Q4_0, 48), (QT.Q4_1, 40), (QT.Q8_0, 100), (QT.Q4_K, 288), (QT.Q6_K, 128)],
                          ids=lambda v: getattr(v, "name", str(v)))
 def test_k_not_a_multiple_of_the_block_is_rejected(qtype, k):
@@ -128,8 +167,9 @@ def test_embedding_index_out_of_range_is_an_error():
     import vkdelegate.runtime as rt
     from helpers import delegate_blob
 
-    blocks = random_blocks(int(QT.Q8_0), 7, 64)
-    module = GGUFEmbedding.from_blocks(blocks, int(QT.Q8_0), 7, 64).eval()
+    # Q4_K: the GGUF kernel's own check (Q4_0 / Q8_0 tables become vkd_embedding_qw: backends/gguf_repack.py).
+    blocks = random_blocks(int(QT.Q4_K), 7, 256)
+    module = GGUFEmbedding.from_blocks(blocks, int(QT.Q4_K), 7, 256).eval()
     with pytest.raises(IndexError, match="index 7 is out of range for 7 rows"):
         module(torch.tensor([1, 7]))
     g = rt.Graph(delegate_blob(lower(module, (torch.tensor([1, 2]),))))
@@ -264,6 +304,10 @@ def test_llama_runs_from_gguf(tmp_path, qtype):
     (tokens,) = Llama.example_inputs(batch=1, seq=9, vocab=LLAMA["vocab"])
     em = lower(model, (tokens,))
     assert cpu_ops(em) == [] and len(delegate_calls(em)) == 1
+    # Q4_0 / Q8_0 repacked onto the weight-only ops take their fusions ([rms_norm + q/k/v] ...).
+    ops = _blob_ops(em)
+    repacked = qtype in (QT.Q4_0, QT.Q8_0)
+    assert ("et_vk.vkd_linear_qw_fused" in ops) == repacked and ("et_vk.vkd_linear_gguf" in ops) != repacked, ops
     out = run_pte(em.to_executorch().buffer, (tokens,))[0]
     with torch.no_grad():
         dequantized_ref = _dequantized_model(float_model, qtype)(tokens)
