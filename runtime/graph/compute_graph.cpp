@@ -520,6 +520,7 @@ void ComputeGraph::build_ops(const void* fb_graph) {
     const fbs::OpCall* call = chain->Get(i);
     const std::string name = call->name() ? call->name()->str() : std::string();
     current_op_ = "op #" + std::to_string(i) + " (" + name + ")";
+    source_ops_.push_back(name);
     const OpBuildFn* fn = find_op(name);
     if (!fn) fail("this runtime has no kernel for '" + name + "'");
     std::vector<int> args;
@@ -571,6 +572,7 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   for (int id : tensors) tensor(id);  // type check
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = std::move(tensors);
   node.update = std::move(update);
@@ -670,6 +672,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   o.view_of = in;
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = {out, in};
   node.update = std::move(update);
@@ -681,6 +684,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
 Node& ComputeGraph::add_scalar_node(const std::string& op, UpdateFn update) {
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.update = std::move(update);
   node.update(*this, node);
