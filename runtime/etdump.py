@@ -30,7 +30,8 @@ def run_with_etdump(
     and returns the method's outputs."""
     if not os.path.isfile(pte_path):
         raise FileNotFoundError(f"no program at {pte_path}")
-    from . import _vkdelegate  # noqa: F401  (registers the backend with ExecuTorch's runtime)
+    # Imported here: executorch.runtime imports the exir compiler (seconds). The backend is
+    # registered already: importing this module imported vkdelegate.runtime.
     from executorch.runtime import Runtime
 
     program = Runtime.get().load_program(
@@ -38,9 +39,10 @@ def run_with_etdump(
         enable_etdump=True,
         debug_buffer_size=DEBUG_BUFFER_BYTES if debug_buffer_path else 0,
     )
-    loaded = program.load_method(method)
-    if loaded is None:
-        raise ValueError(f"{pte_path} has no method {method!r}")
+    try:
+        loaded = program.load_method(method)
+    except KeyError:
+        raise ValueError(f"{pte_path} has no method {method!r}") from None
     outputs = loaded.execute(list(inputs))
     # Copies: the outputs stay valid once the program is gone.
     outputs = [item.clone() if hasattr(item, "clone") else item for item in outputs]

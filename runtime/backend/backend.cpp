@@ -42,6 +42,7 @@ et::Error report(et::Error code, const std::string& msg) {
 // dispatches, so a graph records again when tracing starts and when it stops; an
 // execute without a tracer keeps replaying the recording it has.
 bool trace_dispatches(ComputeGraph& graph, bool tracer) {
+  if (!tracer && !graph.profiling()) return false;  // the usual execute: nothing to undo
   const bool trace = tracer && graph.context().info().timestamps;
   if (tracer && !trace) {
     static std::once_flag warned;
@@ -60,7 +61,7 @@ bool trace_dispatches(ComputeGraph& graph, bool tracer) {
 }
 
 // One event per dispatch of the last execute, in dispatch order, named
-// "<blob op> (node <chain index>) <shader>": vkdelegate_preprocess maps
+// "<blob op> (node <chain index>) <shader>": backends/vulkan_preprocess.py maps
 // "<blob op> (node <chain index>)" to the op's debug handles, and ExecuTorch's
 // Inspector matches an event to the map key its name contains (the parentheses keep
 // node 3 from matching node 13). A second dispatch of one node with one shader gets
@@ -160,7 +161,8 @@ class VkDelegateBackend final : public et::BackendInterface {
       }
       et::EventTracer* tracer = context.event_tracer();
       const bool trace = trace_dispatches(*graph, tracer != nullptr);
-      const et_timestamp_t submitted = et_pal_current_ticks();
+      if (trace) graph->prepare();  // a recording of its own, before the anchor of the times
+      const et_timestamp_t submitted = trace ? et_pal_current_ticks() : 0;
       graph->execute();
       if (trace) log_dispatches(*graph, tracer, submitted);
       for (size_t i = 0; i < n_out; ++i) {

@@ -1167,13 +1167,17 @@ void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
   from_storage(t.dtype, t.storage_type, src, dst, static_cast<size_t>(t.numel()));
 }
 
-void ComputeGraph::execute() {
+void ComputeGraph::prepare() {
   if (dirty_sizes_) {
     propagate_sizes();
     dirty_sizes_ = false;
     recorded_ = false;
   }
   if (!recorded_) record();
+}
+
+void ComputeGraph::execute() {
+  prepare();
   stream_->submit_and_wait();
   ++num_executes_;
   if (profiling_) read_timings();

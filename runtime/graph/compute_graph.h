@@ -157,6 +157,9 @@ class ComputeGraph {
   // upper bound, fall below the minimum or differ in rank.
   void set_input_sizes(size_t i, const Sizes& sizes);
   void copy_input(size_t i, const void* src, size_t nbytes);
+  // Sizes and the command buffer for the next execute (execute does this first): after it,
+  // execute only submits and waits.
+  void prepare();
   void execute();
   void copy_output(size_t i, void* dst, size_t nbytes);
 
