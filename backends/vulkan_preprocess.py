@@ -9,11 +9,17 @@ outputs; nodes computing symbolic ints (sym_size, SymInt arithmetic) become
 OpCalls that output SymInt values, which SymInt[] arguments refer to; the output node names the
 graph outputs; memory planning lets intermediates share allocations
 (memory_planning.py); serialization/blob.py writes the result.
+
+Profiling: the result's debug handle map gives each op of the blob's chain, keyed
+"<op> (node <chain index>)" (the runtime's ETDump event names begin with that), the
+debug handles of the edge nodes it computes, the ones that fusion passes folded into
+it included, so that ExecuTorch's Inspector shows each GPU dispatch beside its ATen ops.
 """
 
 import json
 import operator
-from typing import Any, Dict, List, Sequence
+from collections import defaultdict
+from typing import Any, Dict, List, Sequence, Set, Tuple
 
 import torch
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
@@ -63,18 +69,112 @@ class VkDelegateBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: List[CompileSpec]) -> PreprocessResult:
         options = from_compile_specs(compile_specs)
-        graph = build_graph(edge_program, options)
+        graph, debug_handle_map = _build(edge_program, options)
         graph.options = [f"{key}={json.dumps(value)}" for key, value in sorted(options.items())]
-        return PreprocessResult(processed_bytes=serialize_graph(graph))
+        return PreprocessResult(processed_bytes=serialize_graph(graph), debug_handle_map=debug_handle_map)
 
 
 def build_graph(edge_program: ExportedProgram, options: Dict = None) -> GraphIR:
     """The memory-planned GraphIR of one partition (its options field left empty)."""
-    run_passes(edge_program, options or {})
-    graph = _GraphBuilder(edge_program).build()
+    return _build(edge_program, options)[0]
+
+
+def delegate_event_key(op: str, chain_index: int) -> str:
+    """The debug handle map's key of the chain's op `chain_index`. runtime/backend/backend.cpp
+    names each dispatch's ETDump event with this key and its shader after a space."""
+    return f"{op} (node {chain_index})"
+
+
+def _build(edge_program: ExportedProgram, options: Dict = None) -> Tuple[GraphIR, Dict[str, Tuple[int, ...]]]:
+    """The memory-planned GraphIR and its debug handle map (delegate_event_key -> handles)."""
+    origins = _Origins(edge_program.graph_module)
+    try:
+        run_passes(edge_program, options or {})
+    finally:
+        origins.stop()
+    builder = _GraphBuilder(edge_program)
+    graph = builder.build()
     aliasing = aliasing_op_names()
     plan_memory(graph, lambda name: name in aliasing, state_update_positions)
-    return graph
+    handles = origins.handles()
+    debug_handle_map = {}
+    for index, (call, node) in enumerate(zip(graph.chain, builder.chain_nodes)):
+        found = set(handles.get(node, ()))
+        for user in node.users:  # a multi-output op's getitems
+            if user.target is operator.getitem:
+                found |= handles.get(user, set())
+        if found:
+            debug_handle_map[delegate_event_key(call.name, index)] = tuple(sorted(found))
+    return graph, debug_handle_map
+
+
+def _node_handles(node: Node) -> Set[int]:
+    handle = node.meta.get("debug_handle")
+    if handle is None:
+        return set()
+    return {int(item) for item in handle} if isinstance(handle, (list, tuple)) else {int(handle)}
+
+
+class _Origins:
+    """Which edge nodes' debug handles each node left by the passes computes.
+
+    A node the passes leave keeps its handle. A node a fusion erased counts for the
+    node that replaced it (replace_all_uses_with), and an erased node that nothing
+    replaced (inside a fused pattern) for what its users count for, so a fused op
+    gets the handles of every node of its pattern.
+    """
+
+    def __init__(self, graph_module: torch.fx.GraphModule):
+        self.module = graph_module
+        self.original = [node for node in graph_module.graph.nodes if node.op == "call_function"]
+        self.users = {node: list(node.users) for node in self.original}
+        self.by_name = {node.name: node for node in graph_module.graph.nodes}
+        self.replaced: Dict[Node, str] = {}
+        # torch.fx's hooks on a graph module (replacements, new nodes); without them
+        # (another torch), fused ops keep only handles their passes copied.
+        self.hooked = hasattr(graph_module, "_register_replace_node_hook") and hasattr(
+            graph_module, "_register_create_node_hook")
+        if self.hooked:
+            graph_module._register_replace_node_hook(self._on_replace)
+            graph_module._register_create_node_hook(self._on_create)
+
+    def _on_replace(self, old: Node, new: str, user: Node) -> None:
+        self.replaced[old] = new
+
+    def _on_create(self, node: Node) -> None:
+        self.by_name[node.name] = node
+
+    def stop(self) -> None:
+        if self.hooked:
+            self.module._unregister_replace_node_hook(self._on_replace)
+            self.module._unregister_create_node_hook(self._on_create)
+
+    def handles(self) -> Dict[Node, Set[int]]:
+        alive = set(self.module.graph.nodes)
+        result: Dict[Node, Set[int]] = defaultdict(set)
+        for node in alive:
+            result[node] |= _node_handles(node)
+        memo: Dict[Node, Set[Node]] = {}
+
+        def heirs(node: Node) -> Set[Node]:
+            if node in alive:
+                return {node}
+            if node in memo:
+                return memo[node]
+            memo[node] = set()  # a cycle (a rename back and forth) ends here
+            replacement = self.by_name.get(self.replaced.get(node, ""))
+            found = heirs(replacement) if replacement is not None and replacement is not node else set()
+            if not found:
+                for user in self.users.get(node, ()):
+                    found |= heirs(user)
+            memo[node] = found
+            return found
+
+        for node in self.original:
+            if node not in alive:
+                for heir in heirs(node):
+                    result[heir] |= _node_handles(node)
+        return result
 
 
 def constant_bytes(tensor: torch.Tensor) -> bytes:
@@ -96,6 +196,8 @@ class _GraphBuilder:
         # Real tensors of constant placeholders and folded nodes; they become
         # constant values only when something not folded refers to them.
         self.constant_tensors: Dict[Node, Any] = {}
+        # The node of each op of graph.chain, in chain order.
+        self.chain_nodes: List[Node] = []
 
     def build(self) -> GraphIR:
         self._check_signature()
@@ -175,6 +277,7 @@ class _GraphBuilder:
             out = self.graph.add_value(SymIntValue(upper_bound_int(node.meta["val"])))
             self.symint_ids[node] = out
             self.graph.chain.append(OpCall(SYMINT_OPS[node.target], tuple(args + [out])))
+            self.chain_nodes.append(node)
         elif node.target is operator.getitem:
             source, index = node.args
             if source in self.constant_tensors:
@@ -191,6 +294,7 @@ class _GraphBuilder:
             else:
                 self.tensor_ids[node] = outputs[0]
             self.graph.chain.append(OpCall(op_name(node.target), tuple(args + outputs), len(outputs)))
+            self.chain_nodes.append(node)
 
     def _fold(self, node: Node) -> Any:
         """Evaluates a node whose inputs are all constants, ahead of time."""

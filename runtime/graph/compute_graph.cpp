@@ -520,6 +520,7 @@ void ComputeGraph::build_ops(const void* fb_graph) {
     const fbs::OpCall* call = chain->Get(i);
     const std::string name = call->name() ? call->name()->str() : std::string();
     current_op_ = "op #" + std::to_string(i) + " (" + name + ")";
+    source_ops_.push_back(name);
     const OpBuildFn* fn = find_op(name);
     if (!fn) fail("this runtime has no kernel for '" + name + "'");
     std::vector<int> args;
@@ -571,6 +572,7 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   for (int id : tensors) tensor(id);  // type check
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = std::move(tensors);
   node.update = std::move(update);
@@ -670,6 +672,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   o.view_of = in;
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = {out, in};
   node.update = std::move(update);
@@ -681,6 +684,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
 Node& ComputeGraph::add_scalar_node(const std::string& op, UpdateFn update) {
   nodes_.emplace_back();
   Node& node = nodes_.back();
+  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.update = std::move(update);
   node.update(*this, node);
@@ -1163,13 +1167,17 @@ void ComputeGraph::copy_output(size_t i, void* dst, size_t nbytes) {
   from_storage(t.dtype, t.storage_type, src, dst, static_cast<size_t>(t.numel()));
 }
 
-void ComputeGraph::execute() {
+void ComputeGraph::prepare() {
   if (dirty_sizes_) {
     propagate_sizes();
     dirty_sizes_ = false;
     recorded_ = false;
   }
   if (!recorded_) record();
+}
+
+void ComputeGraph::execute() {
+  prepare();
   stream_->submit_and_wait();
   ++num_executes_;
   if (profiling_) read_timings();

@@ -29,6 +29,7 @@ using UpdateFn = std::function<void(ComputeGraph&, Node&)>;
 
 struct Node {
   std::string op;                      // op name, for errors and profiles
+  int source = -1;                     // index in the blob's chain of the op that added it
   const Pipeline* pipeline = nullptr;  // null for nodes without a dispatch (views, SymInt ops)
   std::vector<int> tensors;            // tensor value ids bound at bindings 0..n-1
   std::vector<uint8_t> params;         // std140 parameter block (binding n)
@@ -156,16 +157,23 @@ class ComputeGraph {
   // upper bound, fall below the minimum or differ in rank.
   void set_input_sizes(size_t i, const Sizes& sizes);
   void copy_input(size_t i, const void* src, size_t nbytes);
+  // Sizes and the command buffer for the next execute (execute does this first): after it,
+  // execute only submits and waits.
+  void prepare();
   void execute();
   void copy_output(size_t i, void* dst, size_t nbytes);
 
   void set_profiling(bool on);
+  bool profiling() const { return profiling_; }
   // Commands recorded after the input copies and before the dispatches, followed by a
   // barrier; with profiling they fall before the first timestamp, outside every
   // dispatch's time (vkdelegate_runner --flush-l2 evicts the GPU's cache here). Null: none.
   void set_prologue(std::function<void(VkCommandBuffer)> prologue);
   const std::vector<NodeTiming>& timings() const { return timings_; }
   const std::vector<Node>& nodes() const { return nodes_; }
+  // The name of the blob's op at chain index i (Node::source): the names the AOT side
+  // gives ExecuTorch's debug handle map, so event names must use these.
+  const std::string& source_op(int i) const { return source_ops_.at(static_cast<size_t>(i)); }
   MemoryReport memory_report() const;
   std::mutex& mutex() { return mutex_; }
   // Barrier placement: dispatches and compute barriers of the last recording.
@@ -231,6 +239,7 @@ class ComputeGraph {
   bool recorded_ = false;
   std::vector<NodeTiming> timings_;
   std::string current_op_;
+  std::vector<std::string> source_ops_;  // by chain index
   // Current values of SymInt[] arguments, by value id (stable references).
   std::unordered_map<int, IntList> symint_lists_;
   size_t num_mem_objs_ = 0;
