@@ -24,7 +24,8 @@ def add_arguments(parser):
     parser.add_argument("--profile-runs", type=int, default=3,
                         help="profiled executes for the GPU time per op; each dispatch's median (default 3)")
     parser.add_argument("--method", default="forward")
-    parser.add_argument("--chart", metavar="OUT.png|OUT.html", help="draw GPU time per op as a bar chart")
+    parser.add_argument("--chart", metavar="OUT.png|OUT.html", action="append", default=[],
+                        help="draw GPU time per op as a bar chart (may be given more than once)")
     parser.add_argument("--json", metavar="OUT.json", help="write the numbers as JSON")
     add_progress_argument(parser)
 
@@ -46,7 +47,8 @@ def gpu_time_per_op(program, inputs, runs: int):
         samples = []
         for _ in range(runs):
             program.execute(inputs)
-            samples.append(rt.loaded_timings())
+            timings = rt.loaded_timings()
+            samples.append([timings[i] for i in program.graphs])
     finally:
         rt.set_loaded_profiling(False)
     per_dispatch = []
@@ -71,8 +73,11 @@ def run(args) -> int:
 
     if args.iters < 1 or args.warmup < 0 or args.profile_runs < 1:
         raise CliError("--iters and --profile-runs must be at least 1, --warmup at least 0")
-    if args.chart and os.path.splitext(args.chart)[1].lower() not in (".png", ".html", ".htm"):
-        raise CliError(f"--chart {args.chart}: the file must end in .png or .html")
+    for chart in args.chart:
+        if os.path.splitext(chart)[1].lower() not in (".png", ".html", ".htm"):
+            raise CliError(f"--chart {chart}: the file must end in .png or .html")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(chart))):
+            raise CliError(f"--chart {chart}: no such directory")
     given = parse_input_specs(args.inputs)
     program = LoadedProgram(args.pte, args.method)
     inputs = program.inputs(given)
@@ -101,15 +106,15 @@ def run(args) -> int:
         print("slowest dispatches:")
         for us, d, node, shape in slowest:
             print(f"  {us:10.1f} us  delegate {d} {node} -> {shape}")
-    if args.chart:
-        if not per_op:
-            raise CliError("--chart: no GPU time per op to draw (see above)")
-        name = os.path.basename(args.pte)
-        write_chart(args.chart, per_op, f"{name}: GPU time per op on {device['name']}",
+    if args.chart and not per_op:
+        raise CliError("--chart: no GPU time per op to draw (see above)")
+    name = os.path.basename(args.pte)
+    for chart in args.chart:
+        write_chart(chart, per_op, f"{name}: GPU time per op on {device['name']}",
                     f"GPU time {sum(us for us, _ in per_op.values()) / 1000:.2f} ms per run (profiled: a barrier after "
                     f"every dispatch) · latency of the whole call: median {latency['median_ms']:.2f} ms, "
                     f"p95 {latency['p95_ms']:.2f} ms over {latency['runs']} runs")
-        print(f"chart written to {args.chart}")
+        print(f"chart written to {chart}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"pte": args.pte, "device": device["name"] if device else None, "latency": latency,

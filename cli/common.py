@@ -142,12 +142,11 @@ def describe(t) -> str:
 
 def read_pte(path: str) -> Tuple[bytes, list]:
     """The file's bytes and its vkdelegate blobs; a clear error for a missing or unreadable file."""
-    from vkdelegate.serialization import delegate_blobs
-
     if not os.path.exists(path):
         raise CliError(f"no such file: {path}")
     if os.path.isdir(path):
         raise CliError(f"{path} is a directory, not a .pte file")
+    from vkdelegate.serialization import delegate_blobs
     with open(path, "rb") as f:
         data = f.read()
     try:
@@ -181,10 +180,16 @@ class LoadedProgram:
         names = list(self.program.method_names)
         if method_name not in names:
             raise CliError(f"{path}: no method '{method_name}' (methods: {', '.join(names)})")
+        import vkdelegate.runtime as rt
+
+        # The delegates this load adds to the process's live graphs (in load order): theirs
+        # alone are profiled where other programs are loaded too (tests call main() in-process).
+        before = len(rt.loaded_execute_stats())
         try:
             self.method = self.program.load_method(method_name)
         except Exception as e:
             raise CliError(f"{path}: loading method '{method_name}' failed: {_last_error(e)}") from e
+        self.graphs = range(before, len(rt.loaded_execute_stats()))
         self.meta = self.method.metadata
 
     def input_specs(self) -> List[Tuple[List[int], Any]]:

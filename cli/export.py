@@ -101,13 +101,11 @@ def run(args) -> int:
     import torch
 
     from vkdelegate.cli.common import CliError, describe, load_factory, parse_input_specs
-    from vkdelegate.partitioner import VulkanPartitioner  # before executorch: quiets torchao
-
-    from executorch.exir import to_edge_transform_and_lower
 
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         raise CliError(f"-o {args.output}: no such directory {out_dir}")
+    # The factory and the inputs first: a mistake there is reported before the compiler is imported.
     model, inputs = load_factory(args.factory)
     given = parse_input_specs(args.inputs)
     if given is not None:
@@ -116,6 +114,10 @@ def run(args) -> int:
         raise CliError(f"{args.factory} gives no example inputs and has no example_inputs(): pass --inputs, e.g. 8x64")
     options = {"force_fp16": args.fp16}
     shapes = dynamic_shapes(args.dynamic, inputs)
+
+    from vkdelegate.partitioner import VulkanPartitioner  # before executorch: quiets torchao
+
+    from executorch.exir import to_edge_transform_and_lower
     if shapes is not None:
         options["require_dynamic_shapes"] = True
 

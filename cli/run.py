@@ -25,7 +25,7 @@ def add_arguments(parser):
 ETDUMP_MODULE = "vkdelegate.runtime.etdump"
 
 
-def _etdump(args, inputs):
+def _etdump_module():
     from vkdelegate.cli.common import CliError
 
     try:
@@ -34,20 +34,27 @@ def _etdump(args, inputs):
         found = False
     if not found:
         raise CliError(f"--etdump needs {ETDUMP_MODULE}, which this install of vkdelegate does not have", status=2)
-    etdump = importlib.import_module(ETDUMP_MODULE)
-    outputs = etdump.run_with_etdump(args.pte, list(inputs), args.etdump)
+    return importlib.import_module(ETDUMP_MODULE)
+
+
+def _etdump(args, inputs):
+    outputs = _etdump_module().run_with_etdump(args.pte, list(inputs), args.etdump)
     print(f"ETDump written to {args.etdump} (executorch.devtools.Inspector(etdump_path=...) reads it)")
     return outputs
 
 
 def run(args) -> int:
-    import torch
-
-    from vkdelegate.cli.common import CliError, LoadedProgram, describe, parse_input_specs
-    from vkdelegate.cli.timing import latency_line, latency_summary, timed_executes
+    from vkdelegate.cli.common import CliError
 
     if args.iters < 1:
         raise CliError("--iters must be at least 1")
+    if args.etdump:
+        _etdump_module()  # before loading anything: a missing module is the first thing to hear
+    import torch
+
+    from vkdelegate.cli.common import LoadedProgram, describe, parse_input_specs
+    from vkdelegate.cli.timing import latency_line, latency_summary, timed_executes
+
     given = parse_input_specs(args.inputs)
     program = LoadedProgram(args.pte, args.method)
     inputs = program.inputs(given)
