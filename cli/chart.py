@@ -32,7 +32,7 @@ def _pct(part: float, total: float) -> str:
 
 
 def _time(us: float) -> str:
-    return f"{us / 1000:.2f} ms" if us >= 10000 else f"{us:.1f} µs"
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} µs"
 
 
 def write_chart(path: str, per_op, title: str, subtitle: str) -> None:

@@ -1,5 +1,6 @@
-"""What a .pte holds: its delegates, their ops, constants and memory plan, and the shaders each
-dispatch will run on this device.
+"""What a .pte holds: delegates, their ops, constants, memory plan, and the shaders run here.
+
+Each delegate's memory plan and the shader each dispatch will run are those of this device.
 
     vkdelegate info model.pte
     vkdelegate info model.pte --dump      also the whole graph of each delegate

@@ -7,6 +7,7 @@ debugger, where it is not installed) still shows in --help and says so when call
 """
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from typing import List, Optional
@@ -74,6 +75,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             traceback.print_exc()
         print(f"vkdelegate {args.command}: error: {e}", file=sys.stderr)
         return e.status
+    except BrokenPipeError:  # `vkdelegate ops | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print(f"vkdelegate {args.command}: interrupted", file=sys.stderr)
         return 130
