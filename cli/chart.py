@@ -54,8 +54,8 @@ def _write_png(path, rows, title, subtitle):
     except ImportError as e:
         from vkdelegate.cli.common import CliError
 
-        raise CliError("--chart .png needs matplotlib (pip install matplotlib; scripts/setup.sh installs it), "
-                       "or write .html") from e
+        raise CliError("--chart .png needs matplotlib (pip install matplotlib, or vkdelegate[chart]; "
+                       "scripts/setup.sh installs it), or write .html") from e
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

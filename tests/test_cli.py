@@ -80,6 +80,13 @@ def test_devices(cli):
     assert "picked: " in out and info["name"] in out.split("picked: ")[1]
 
 
+def test_device_choice_follows_the_setting(cli):
+    out = _ok(cli("devices", env={"VKDELEGATE_DEVICE": "0"}))
+    assert "picked: [0] " in out and "VKDELEGATE_DEVICE=0 (an index)" in out
+    r = cli("devices", env={"VKDELEGATE_DEVICE": "no such gpu"})
+    _one_line_error(r, "devices", "no usable Vulkan device", "matches no device")
+
+
 def test_ops_one_op(cli):
     out = _ok(cli("ops", "aten.gelu"))
     assert out.startswith("aten.gelu.default")
