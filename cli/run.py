@@ -38,7 +38,9 @@ def _etdump_module():
 
 
 def _etdump(args, inputs):
-    outputs = _etdump_module().run_with_etdump(args.pte, list(inputs), args.etdump)
+    # The agreed call is run_with_etdump(pte_path, inputs, etdump_path); method only when not forward.
+    extra = {} if args.method == "forward" else {"method": args.method}
+    outputs = _etdump_module().run_with_etdump(args.pte, list(inputs), args.etdump, **extra)
     print(f"ETDump written to {args.etdump} (executorch.devtools.Inspector(etdump_path=...) reads it)")
     return outputs
 

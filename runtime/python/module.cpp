@@ -450,15 +450,6 @@ PYBIND11_MODULE(_vkdelegate, m) {
       })
       .def("shaders", [](ComputeGraph& g) { return with_graph_lock(g, shaders); },
            "the shader variant of each dispatch, in order")
-      .def("dispatches", [](ComputeGraph& g) {
-        return with_graph_lock(g, [](ComputeGraph& g) {
-          py::list l;
-          for (const Node& n : g.nodes()) {
-            if (n.pipeline) l.append(py::make_tuple(n.op, n.pipeline->shader));
-          }
-          return l;
-        });
-      }, "(op, shader variant) of each dispatch, in order (shaders() with the op that runs each)")
       .def("timings", [](ComputeGraph& g) { return with_graph_lock(g, timings); },
            "(op, output sizes, microseconds) of each dispatch of the last run")
       .def("execute_stats", [](ComputeGraph& g) { return with_graph_lock(g, execute_stats); },
@@ -467,5 +458,14 @@ PYBIND11_MODULE(_vkdelegate, m) {
         return with_graph_lock(g, [](ComputeGraph& g) {
           return py::make_tuple(g.num_dispatches(), g.num_barriers());
         });
-      }, "(dispatches, compute barriers between them) of the last recorded run");
+      }, "(dispatches, compute barriers between them) of the last recorded run")
+      .def("dispatches", [](ComputeGraph& g) {
+        return with_graph_lock(g, [](ComputeGraph& g) {
+          py::list l;
+          for (const Node& n : g.nodes()) {
+            if (n.pipeline) l.append(py::make_tuple(n.op, n.pipeline->shader));
+          }
+          return l;
+        });
+      }, "(op, shader variant) of each dispatch, in order (shaders() with the op that runs each)");
 }
