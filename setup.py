@@ -86,7 +86,7 @@ PACKAGES = ["vkdelegate"] + [
     "vkdelegate." + p for p in (
         "backends", "partitioner", "serialization", "serialization.generated",
         "serialization.generated.vkdelegate", "serialization.generated.vkdelegate.fb",
-        "runtime", "examples", "examples.models", "docs", "quant")
+        "runtime", "examples", "examples.models", "docs", "quant", "cli")
 ]
 
 setup(
@@ -97,11 +97,14 @@ setup(
     packages=PACKAGES,
     package_dir={"vkdelegate": "."},
     package_data={"vkdelegate.runtime": ["vkdelegate_runner"], "vkdelegate.serialization": ["schema.fbs"]},
-    install_requires=["executorch==1.5.1", "flatbuffers", "numpy"],
-    # GGUF: vkdelegate.gguf reads .gguf files with the gguf package.
-    extras_require={"gguf": ["gguf>=0.10"]},
+    # tqdm: the `vkdelegate` command's progress bars.
+    install_requires=["executorch==1.5.1", "flatbuffers", "numpy", "tqdm"],
+    # GGUF: vkdelegate.gguf reads .gguf files with the gguf package. chart: `vkdelegate bench
+    # --chart out.png` draws with matplotlib (scripts/setup.sh installs it; .html needs nothing).
+    extras_require={"gguf": ["gguf>=0.10"], "chart": ["matplotlib"]},
     ext_modules=[CMakeExtension("vkdelegate.runtime._vkdelegate")],
     cmdclass={"build_ext": CMakeBuild},
-    entry_points={"console_scripts": ["vkdelegate_runner=vkdelegate.runtime.runner:main"]},
+    entry_points={"console_scripts": ["vkdelegate_runner=vkdelegate.runtime.runner:main",
+                                      "vkdelegate=vkdelegate.cli.main:main"]},
     zip_safe=False,
 )

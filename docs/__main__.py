@@ -26,20 +26,34 @@ All operators support dynamic shapes (resizing) unless the notes say "no resize"
 """
 
 
-def op_support_csv() -> str:
+def dtype_names(entry) -> str:
+    return ", ".join(sorted(str(d).replace("torch.", "") for d in entry.dtypes))
+
+
+def entry_notes(entry) -> str:
+    """An entry's Notes column (also `vkdelegate ops`)."""
+    notes = f"{entry.notes} dtypes: {dtype_names(entry)}."
+    if not entry.supports_resize:
+        notes += " No resize."
+    return notes
+
+
+def op_support_rows():
+    """(namespace, operator, notes) of every op the registry covers, sorted."""
     rows = []
     for entry in REGISTRY:
-        dtypes = ", ".join(sorted(str(d).replace("torch.", "") for d in entry.dtypes))
-        notes = f"{entry.notes} dtypes: {dtypes}."
-        if not entry.supports_resize:
-            notes += " No resize."
         for name in entry.op_names:
             namespace, op = name.split(".", 1)
-            rows.append((namespace, op, notes))
+            rows.append((namespace, op, entry_notes(entry)))
+    return sorted(rows)
+
+
+def op_support_csv() -> str:
+    rows = op_support_rows()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(("Namespace", "Operator", "Notes"))
-    writer.writerows(sorted(rows))
+    writer.writerows(rows)
     return out.getvalue()
 
 

@@ -23,10 +23,13 @@ from ._vkdelegate import (  # noqa: F401
     device_memory,
     is_available,
     last_error,
+    list_devices,
     loaded_execute_stats,
     loaded_memory_reports,
     loaded_shaders,
+    loaded_timings,
     registered_ops,
+    set_loaded_profiling,
     settings_table,
     unavailable_reason,
     validation_enabled,
@@ -36,7 +39,8 @@ from ._vkdelegate import (  # noqa: F401
 __all__ = [
     "BACKEND_ID", "Graph", "GraphError", "OutOfMemoryError", "VulkanError", "device_info", "device_memory",
     "is_available",
-    "last_error", "loaded_execute_stats", "loaded_memory_reports", "loaded_shaders", "registered_ops", "unavailable_reason",
+    "last_error", "list_devices", "loaded_execute_stats", "loaded_memory_reports", "loaded_shaders", "loaded_timings", "registered_ops",
+    "set_loaded_profiling", "unavailable_reason",
     "validation_enabled", "validation_error_count", "runner_path", "settings_table", "overrides",
 ]
 

@@ -49,7 +49,8 @@ if ! "$PYTHON" -c "import executorch.version as v, sys; sys.exit(not v.__version
   echo "[setup] installing executorch 1.5.1"
   pip_install executorch==1.5.1
 fi
-pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest pytest-xdist gguf tokenizers
+# tqdm and matplotlib: the `vkdelegate` command (progress bars, bench --chart out.png).
+pip_install setuptools wheel flatbuffers pybind11 "cmake>=3.28" numpy pytest pytest-xdist gguf tokenizers tqdm matplotlib
 phase_done "python-packages"
 
 # A glslc that compiles cooperative-matrix and integer-dot shaders (setup.py picks .glslc/).

@@ -23,13 +23,11 @@ const char* numpy_name(DType t) {
   return t == DType::Bool ? "bool" : dtype_name(t);
 }
 
-py::dict device_info() {
-  Context* ctx = Context::get();
-  if (!ctx) throw std::runtime_error("no Vulkan device is available: " + Context::unavailable_reason());
-  const DeviceInfo& i = ctx->info();
+py::dict info_dict(const DeviceInfo& i) {
   py::dict d;
   d["name"] = i.name;
   d["type"] = i.type;
+  d["driver"] = i.driver;
   d["api_version"] = std::to_string(VK_API_VERSION_MAJOR(i.api_version)) + "." +
                      std::to_string(VK_API_VERSION_MINOR(i.api_version)) + "." +
                      std::to_string(VK_API_VERSION_PATCH(i.api_version));
@@ -42,6 +40,7 @@ py::dict device_info() {
   d["profile"] = i.profile;
   d["timestamps"] = i.timestamps;
   d["shader_float16"] = i.shader_float16;
+  d["shader_int8"] = i.shader_int8;
   d["storage_16bit"] = i.storage_16bit;
   d["shader_int64"] = i.shader_int64;
   d["integer_dot_product"] = i.integer_dot_product;
@@ -50,6 +49,29 @@ py::dict device_info() {
   d["cooperative_matrix2"] = i.cooperative_matrix2;
   d["params_binding"] = i.params_in_storage ? "storage" : "uniform";
   return d;
+}
+
+py::dict device_info() {
+  Context* ctx = Context::get();
+  if (!ctx) throw std::runtime_error("no Vulkan device is available: " + Context::unavailable_reason());
+  py::dict d = info_dict(ctx->info());
+  d["choice"] = ctx->choice_reason();
+  return d;
+}
+
+py::list list_devices() {
+  Context* ctx = Context::get();
+  if (!ctx) throw std::runtime_error("no Vulkan device is available: " + Context::unavailable_reason());
+  py::list l;
+  int index = 0;
+  for (const DeviceListing& dev : ctx->list_devices()) {
+    py::dict d = info_dict(dev.info);
+    d["index"] = index++;
+    d["chosen"] = dev.chosen;
+    d["error"] = dev.error;
+    l.append(d);
+  }
+  return l;
 }
 
 // The runtime's device memory: its blocks, and per heap the driver's budget and
@@ -321,7 +343,10 @@ PYBIND11_MODULE(_vkdelegate, m) {
   m.def("is_available", [] { return Context::get() != nullptr; },
         "Whether a Vulkan device can be used.");
   m.def("unavailable_reason", [] { Context::get(); return Context::unavailable_reason(); });
-  m.def("device_info", &device_info, "Properties of the chosen Vulkan device.");
+  m.def("device_info", &device_info, "Properties of the chosen Vulkan device; 'choice': why it was chosen.");
+  m.def("list_devices", &list_devices,
+        "Every Vulkan device (VKDELEGATE_DEVICE's index order), each with device_info()'s properties as the "
+        "runtime would see it, 'index', 'chosen' and 'error' (why it could not be described; empty if none).");
   m.def("device_memory", &device_memory,
         "The runtime's device memory: blocks, block_bytes, used_bytes, and per heap size, device_local, "
         "budget and usage (VK_EXT_memory_budget; 0 without it), block_bytes, used_bytes.");
@@ -398,6 +423,17 @@ PYBIND11_MODULE(_vkdelegate, m) {
     return l;
   }, "The shaders of every delegate currently loaded through ExecuTorch (one list each, in load order): "
      "which kernels a loaded program runs.");
+  m.def("set_loaded_profiling", [](bool on) {
+    for (ComputeGraph* g : live_graphs()) {
+      with_graph_lock(*g, [on](ComputeGraph& g) { g.set_profiling(on); return 0; });
+    }
+  }, py::arg("on"), "Turns GPU timestamps on or off for every delegate currently loaded through ExecuTorch.");
+  m.def("loaded_timings", [] {
+    py::list l;
+    for (ComputeGraph* g : live_graphs()) l.append(with_graph_lock(*g, timings));
+    return l;
+  }, "Of every delegate currently loaded through ExecuTorch (in load order): (op, output sizes, microseconds) "
+     "of each dispatch of its last profiled execute (set_loaded_profiling).");
 
   py::class_<ComputeGraph>(m, "Graph")
       .def(py::init(&load_graph), py::arg("blob"), py::arg("overrides") = py::none(),
@@ -422,5 +458,14 @@ PYBIND11_MODULE(_vkdelegate, m) {
         return with_graph_lock(g, [](ComputeGraph& g) {
           return py::make_tuple(g.num_dispatches(), g.num_barriers());
         });
-      }, "(dispatches, compute barriers between them) of the last recorded run");
+      }, "(dispatches, compute barriers between them) of the last recorded run")
+      .def("dispatches", [](ComputeGraph& g) {
+        return with_graph_lock(g, [](ComputeGraph& g) {
+          py::list l;
+          for (const Node& n : g.nodes()) {
+            if (n.pipeline) l.append(py::make_tuple(n.op, n.pipeline->shader));
+          }
+          return l;
+        });
+      }, "(op, shader variant) of each dispatch, in order (shaders() with the op that runs each)");
 }

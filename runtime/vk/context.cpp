@@ -288,7 +288,8 @@ namespace {
 
 // Step 2: VKDELEGATE_DEVICE is an index or a part of the device name; otherwise a
 // discrete GPU first, a CPU driver (lavapipe) last. The device must have Vulkan 1.1.
-VkPhysicalDevice choose_physical_device(VkInstance instance) {
+// *reason says which rule chose it.
+VkPhysicalDevice choose_physical_device(VkInstance instance, std::string* reason) {
   uint32_t n = 0;
   vkEnumeratePhysicalDevices(instance, &n, nullptr);
   std::vector<VkPhysicalDevice> devices(n);
@@ -312,6 +313,7 @@ VkPhysicalDevice choose_physical_device(VkInstance instance) {
                           std::to_string(devices.size()) + " devices");
       }
       chosen = static_cast<int>(idx);
+      *reason = "VKDELEGATE_DEVICE=" + std::string(want) + " (an index)";
     } else {
       for (size_t i = 0; i < devices.size() && chosen < 0; ++i) {
         if (lower(props[i].deviceName).find(lower(want)) != std::string::npos) {
@@ -324,6 +326,7 @@ VkPhysicalDevice choose_physical_device(VkInstance instance) {
         throw VulkanError("VKDELEGATE_DEVICE='" + std::string(want) +
                           "' matches no device; devices:" + names);
       }
+      *reason = "VKDELEGATE_DEVICE='" + std::string(want) + "' is part of its name (the first match)";
     }
   } else {
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -336,6 +339,9 @@ VkPhysicalDevice choose_physical_device(VkInstance instance) {
     if (chosen < 0) {
       throw VulkanError("no Vulkan 1.1 device is available");
     }
+    *reason = std::string("the first ") + type_name(props[chosen].deviceType) +
+              " device with Vulkan 1.1 (preferred types: discrete, integrated, virtual, other, cpu; "
+              "VKDELEGATE_DEVICE=<index or name> picks another)";
   }
   const VkPhysicalDeviceProperties& p = props[chosen];
   if (p.apiVersion < VK_API_VERSION_1_1) {
@@ -425,6 +431,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  driver.driverName[0] = driver.driverInfo[0] = '\0';
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   if (p.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
@@ -455,6 +462,8 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.min_uniform_offset_alignment = p.limits.minUniformBufferOffsetAlignment;
   info.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
   info.driver_id = p.apiVersion >= VK_API_VERSION_1_2 ? driver.driverID : 0;
+  info.driver = driver.driverName;
+  if (driver.driverInfo[0] != '\0') info.driver += std::string(" ") + driver.driverInfo;
   // lavapipe (Mesa 22.3) inlines uniform-buffer values that steer a shader's branches
   // or loops: on every dispatch, for every submit, it recompiles the shader and never
   // frees the result (~200 KB per dispatch of binary.glsl). Storage buffers it leaves
@@ -477,6 +486,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.shader_int64 = f.core.features.shaderInt64;
   info.storage_16bit = f.storage16.storageBuffer16BitAccess;
   info.shader_float16 = f.has_f16i8 && f.float16int8.shaderFloat16;
+  info.shader_int8 = f.has_f16i8 && f.float16int8.shaderInt8;
   info.integer_dot_product = f.has_int_dot && f.int_dot.shaderIntegerDotProduct;
   info.cooperative_matrix = f.has_coopmat && f.coopmat.cooperativeMatrix;
   if (info.cooperative_matrix) info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
@@ -596,7 +606,7 @@ void Context::create_device(const DeviceFeatures& f) {
 
 void Context::create() {
   create_instance();
-  physical_device_ = choose_physical_device(instance_);
+  physical_device_ = choose_physical_device(instance_, &choice_reason_);
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_device_, &props);
   DeviceFeatures features;
@@ -609,6 +619,38 @@ void Context::create() {
 
   allocator_ = std::make_unique<Allocator>(*this);
   pipelines_ = std::make_unique<PipelineCache>(*this);
+}
+
+std::vector<DeviceListing> Context::list_devices() const {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+  std::vector<VkPhysicalDevice> devices(n);
+  vkEnumeratePhysicalDevices(instance_, &n, devices.data());
+  std::vector<DeviceListing> out(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    DeviceListing& l = out[i];
+    l.chosen = devices[i] == physical_device_;
+    if (l.chosen) {
+      l.info = info_;
+      continue;
+    }
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(devices[i], &props);
+    l.info.name = props.deviceName;
+    l.info.type = type_name(props.deviceType);
+    l.info.api_version = props.apiVersion;
+    try {  // a device profile above this device's limits, no compute queue: say so, list the rest
+      DeviceFeatures features;
+      query_features(devices[i], props, features);
+      l.info = describe_device(devices[i], props, features);
+      VkQueueFamilyProperties family;
+      compute_queue_family(devices[i], props.deviceName, &family);
+      l.info.timestamps = family.timestampValidBits > 0 && props.limits.timestampComputeAndGraphics;
+    } catch (const std::exception& e) {
+      l.error = e.what();
+    }
+  }
+  return out;
 }
 
 Context::~Context() {

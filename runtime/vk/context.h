@@ -53,6 +53,7 @@ struct DeviceInfo {
   VkDeviceSize min_uniform_offset_alignment = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
   uint32_t driver_id = 0;  // VkDriverId; 0 where the device has no Vulkan 1.2
+  std::string driver;      // the driver's name and version text (empty without Vulkan 1.2)
   // Parameter blocks are bound as storage buffers, not uniform buffers, for the
   // shaders spirv_uniform_blocks_as_storage can rewrite (pipeline.h).
   bool params_in_storage = false;
@@ -66,6 +67,7 @@ struct DeviceInfo {
   float timestamp_period_ns = 0.f;
   bool timestamps = false;
   bool shader_float16 = false;
+  bool shader_int8 = false;  // 8-bit integer arithmetic in shaders (shaderInt8), enabled
   bool storage_16bit = false;
   bool shader_int64 = false;
   bool integer_dot_product = false;  // shaderIntegerDotProduct, enabled
@@ -92,6 +94,14 @@ struct DeviceInfo {
   }
 };
 
+// One Vulkan device of the instance as the runtime would describe it were it chosen
+// (`vkdelegate devices`); error: why it cannot be described (its info is then partial).
+struct DeviceListing {
+  DeviceInfo info;
+  bool chosen = false;
+  std::string error;
+};
+
 class Context {
  public:
   struct DeviceFeatures;  // the optional features the device has (context.cpp)
@@ -115,6 +125,10 @@ class Context {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const DeviceInfo& info() const { return info_; }
+  // Every device of the instance, in the loader's order (VKDELEGATE_DEVICE's indices).
+  std::vector<DeviceListing> list_devices() const;
+  // Why the device was chosen: VKDELEGATE_DEVICE, or the preference by device type.
+  const std::string& choice_reason() const { return choice_reason_; }
   const VkPhysicalDeviceMemoryProperties& memory_properties() const {
     return memory_properties_;
   }
@@ -138,6 +152,7 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   DeviceInfo info_;
+  std::string choice_reason_;
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<PipelineCache> pipelines_;
