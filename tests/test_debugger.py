@@ -168,6 +168,23 @@ def test_debugger_names_the_planted_fault(chain_pte, op_name):
     assert f"op #{planted} {op_name}" in text and found.shaders[0] in text
 
 
+@pytest.mark.xdist_group("debugger-chain")
+def test_debug_command(chain_pte, capsys):
+    """`vkdelegate debug` prints the first divergence and exits 1; 0 when there is none."""
+    pytest.importorskip("vkdelegate.cli.main", reason="the vkdelegate command (cli/) is not in this tree")
+    import vkdelegate.runtime
+    from vkdelegate.cli.main import main
+
+    planted = [call.name for call in ReferenceGraph(delegate_blob(chain_program()[1])).graph.chain].index(
+        "aten.gelu.default")
+    assert main(["debug", chain_pte, "--inputs", "3x4x4"]) == 0
+    assert "every output within tolerance" in capsys.readouterr().out
+    with vkdelegate.runtime.overrides(DEBUG_PERTURB_OP=planted):
+        assert main(["debug", chain_pte, "--inputs", "3x4x4"]) == 1
+    out = capsys.readouterr().out
+    assert f"op #{planted} aten.gelu.default" in out and "max abs error" in out
+
+
 # ---- bad input
 
 def test_corrupt_pte_is_a_clear_error(tmp_path):
