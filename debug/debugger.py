@@ -49,8 +49,8 @@ class Divergence:
     outputs: List[OutputError]  # the op's diverging outputs
     shaders: List[str]  # what the op dispatched
     # The op's worst output error when the reference runs it on the GPU's own inputs, and
-    # whether that is beyond tolerance (the kernel itself is wrong) or not (its inputs
-    # already differed, within tolerance, and the op amplified it). None: not computed.
+    # whether that is beyond tolerance (the kernel itself is wrong) or not (its inputs already
+    # differed, within tolerance, and the op carried that past it). None: not computed.
     isolated_max_abs: Optional[float] = None
     isolated_beyond_tolerance: Optional[bool] = None
 
@@ -66,7 +66,8 @@ class Divergence:
                          f"{out.mismatched} of {out.numel} elements beyond tolerance")
         if self.isolated_max_abs is not None:
             verdict = ("beyond tolerance: the kernel itself is wrong" if self.isolated_beyond_tolerance
-                       else "within tolerance: its inputs already differed and the op amplified it")
+                       else "within tolerance: its inputs already differed (each within its own tolerance) "
+                            "and the op carried the difference past this one")
             lines.append(f"  run on the GPU's own inputs, the reference differs by {self.isolated_max_abs:.4g} "
                          f"(max abs), {verdict}")
         return "\n".join(lines)
@@ -191,7 +192,8 @@ def check_delegate(blob: bytes, inputs: Sequence[torch.Tensor], rtol: Optional[f
                                               abs(gpu_values[value_id] - ref_values[value_id]), float("inf"), 1, 1))
                 continue
             ref = ref_values[value_id]
-            error = _compare(gpu_values[value_id], ref, value_id, *_tolerances(ref.dtype, rtol, atol))
+            error = _compare(gpu_values[value_id], ref, value_id,
+                             *_tolerances(_op_dtypes(graph, call, value_id), rtol, atol))
             if error.mismatched:
                 errors.append(error)
         if errors:
@@ -207,9 +209,23 @@ def check_delegate(blob: bytes, inputs: Sequence[torch.Tensor], rtol: Optional[f
     return check
 
 
-def _tolerances(dtype: torch.dtype, rtol: Optional[float], atol: Optional[float]) -> Tuple[float, float]:
-    default = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
-    return default[0] if rtol is None else rtol, default[1] if atol is None else atol
+def _tolerances(dtypes: Sequence[torch.dtype], rtol: Optional[float], atol: Optional[float]) -> Tuple[float, float]:
+    """The caller's tolerances, else the loosest default of the dtypes: an op's output is held to
+    its float inputs' tolerance too (a float32 copy of a float16 value carries the half's error)."""
+    defaults = [DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0)) for dtype in dtypes] or [(0.0, 0.0)]
+    return (max(d[0] for d in defaults) if rtol is None else rtol,
+            max(d[1] for d in defaults) if atol is None else atol)
+
+
+def _op_dtypes(graph, call: OpCall, value_id: int) -> List[torch.dtype]:
+    """The dtype of output value_id and of the op's float tensor inputs."""
+    num_inputs = len(call.args) - call.num_outputs
+    ids = []
+    for input_id in call.args[:num_inputs]:
+        value = graph.values[input_id]
+        ids.extend(value.items if isinstance(value, ValueListValue) else [input_id])
+    dtypes = [TORCH_DTYPES[graph.values[i].dtype] for i in ids if isinstance(graph.values[i], TensorValue)]
+    return [TORCH_DTYPES[graph.values[value_id].dtype]] + [d for d in dtypes if d.is_floating_point]
 
 
 def _isolated_errors(reference: ReferenceGraph, index: int, call: OpCall, gpu_values: Dict[int, Any],
@@ -231,7 +247,7 @@ def _isolated_errors(reference: ReferenceGraph, index: int, call: OpCall, gpu_va
         outputs = reference.run_op(index, env)
     except GraphReferenceError:
         return []
-    return [_compare(gpu_values[value_id], out, value_id, *_tolerances(out.dtype, rtol, atol))
+    return [_compare(gpu_values[value_id], out, value_id, *_tolerances(_op_dtypes(graph, call, value_id), rtol, atol))
             for value_id, out in zip(call.args[num_inputs:], outputs)
             if isinstance(out, torch.Tensor) and value_id in gpu_values]
 

@@ -225,9 +225,7 @@ class ReferenceGraph:
                 else:
                     args.append(item)
         try:
-            result = _call_op(op, args, kwargs, [self.graph.values[i] for i in output_ids])
-        except GraphReferenceError:
-            raise
+            result = op(*args, **kwargs)
         except Exception as error:
             raise GraphReferenceError(f"{self.describe(index)} failed on the CPU: {type(error).__name__}: "
                                       f"{str(error).splitlines()[0] if str(error) else ''}") from error
@@ -252,31 +250,6 @@ class ReferenceGraph:
                     f"{TORCH_DTYPES[value.dtype]} of at most {list(value.sizes)}")
         elif isinstance(value, SymIntValue) and not isinstance(out, int):
             raise GraphReferenceError(f"{self.describe(index)}: output value {value_id} should be an int, got {out!r}")
-
-
-def _call_op(op: Callable, args: list, kwargs: dict, output_values: list) -> Any:
-    """op(*args, **kwargs); where PyTorch's CPU kernel lacks float16, the op in float32 on the
-    same half values, its float results rounded to the blob's float16 outputs."""
-    try:
-        return op(*args, **kwargs)
-    except (RuntimeError, NotImplementedError) as error:
-        if "Half" not in str(error):
-            raise
-    def up(x):
-        if isinstance(x, list):
-            return [up(item) for item in x]
-        if isinstance(x, torch.Tensor) and x.dtype == torch.float16:
-            return x.float()
-        return torch.float32 if isinstance(x, torch.dtype) and x == torch.float16 else x
-
-    result = op(*[up(x) for x in args], **{k: up(v) for k, v in kwargs.items()})
-    results = list(result) if isinstance(result, (tuple, list)) else [result]
-    rounded = []
-    for out, value in zip(results, output_values):
-        if isinstance(out, torch.Tensor) and isinstance(value, TensorValue):
-            out = out.to(TORCH_DTYPES[value.dtype])
-        rounded.append(out)
-    return rounded if isinstance(result, (tuple, list)) else rounded[0]
 
 
 def run_blob(blob: bytes, inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:

@@ -20,6 +20,28 @@ ENTRIES = {entry.name: entry for entry in REGISTRY}
 
 # ---- the reference executor against eager PyTorch, on the registry's samples
 
+def with_reference_delegates(edge):
+    """The lowered program as a function of its inputs, each delegate call run by the reference
+    executor on its blob (one ReferenceGraph per delegate, so state carries over between calls),
+    the program's CPU ops as they are."""
+    graphs = {}
+
+    class BlobsOnly(torch.fx.Interpreter):
+        def call_function(self, target, args, kwargs):
+            if getattr(target, "__name__", "") != "executorch_call_delegate":
+                return super().call_function(target, args, kwargs)
+            lowered = args[0]
+            if id(lowered) not in graphs:
+                graphs[id(lowered)] = ReferenceGraph(lowered.processed_bytes)
+            return tuple(graphs[id(lowered)].run(list(args[1:])))
+
+    module = edge.exported_program().module()
+
+    def run(*inputs):
+        with torch.no_grad():
+            return BlobsOnly(module).run(*inputs)
+    return run
+
 @functools.lru_cache(maxsize=None)
 def registry_program():
     """The first sample of every registry entry side by side in one program (lowering is the
@@ -37,15 +59,8 @@ def registry_program():
     batch = SampleBatch(modules, arities)
     flat = [x for name in names for x in first[name][1]]
     edge = lower(batch, flat)
-
-    class BlobsOnly(torch.fx.Interpreter):
-        def call_function(self, target, args, kwargs):
-            if getattr(target, "__name__", "") != "executorch_call_delegate":
-                return super().call_function(target, args, kwargs)
-            return tuple(ReferenceGraph(args[0].processed_bytes).run(list(args[1:])))
-
+    outputs = with_reference_delegates(edge)(*flat)
     with torch.no_grad():
-        outputs = BlobsOnly(edge.exported_program().module()).run(*flat)
         eager = batch(*flat)
     assert len(outputs) == len(eager) == sum(counts)
     sources = _output_sources(edge)
@@ -74,6 +89,24 @@ def test_registry_outputs_come_from_blobs():
     with no CPU op upstream, so the reference executor alone computed them."""
     _, not_from_blobs = registry_program()
     assert not not_from_blobs
+
+
+def test_reference_state_carries_over_runs():
+    """A KV cache (delegate state) starts as its buffer and keeps each run's update, as on the GPU."""
+    from test_sdpa_kv_cache import CachedAttention
+
+    def step(start):
+        positions = torch.arange(start, start + 3)
+        return (torch.randn(1, 3, 4, 8), torch.randn(1, 3, 2, 8), torch.randn(1, 3, 2, 8), positions)
+
+    torch.manual_seed(0)
+    steps = [step(0), step(3)]
+    edge = lower(CachedAttention(), steps[0])
+    assert ReferenceGraph(delegate_blob(edge)).state_updates, "the cache should be delegate state"
+    program, eager = with_reference_delegates(edge), CachedAttention()
+    for inputs in steps:
+        out = program(*inputs)  # the module returns one tensor
+        torch.testing.assert_close(out, eager(*inputs), atol=1e-5, rtol=1e-5)
 
 
 # ---- a small model with a dynamic batch: reference, debug mode, planted fault
