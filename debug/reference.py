@@ -14,11 +14,11 @@ SymInt arithmetic ("sym.add", ...: the Python operators export records) has a ta
     graph.values[i]                        # every value of the last run, by value id
 """
 
-import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from ..fx_nodes import SYMINT_OPS
 from ..serialization.blob import deserialize_blob
 from ..serialization.graph_ir import (
     BoolListValue,
@@ -45,15 +45,10 @@ class GraphReferenceError(ValueError):
     """A blob the reference executor cannot run, or an op whose result contradicts the blob; the
     message names the op (its chain index and name)."""
 
-# The chain's SymInt ops that are Python operators, not ATen overloads (fx_nodes.SYMINT_OPS).
+
+# The chain's SymInt ops that are Python operators ("sym.add": operator.add), not op overloads.
 SYMINT_FUNCTIONS: Dict[str, Callable[..., int]] = {
-    "sym.add": operator.add,
-    "sym.sub": operator.sub,
-    "sym.mul": operator.mul,
-    "sym.floordiv": operator.floordiv,
-    "sym.mod": operator.mod,
-    "sym.neg": operator.neg,
-}
+    name: target for target, name in SYMINT_OPS.items() if not isinstance(target, torch._ops.OpOverload)}
 
 
 def _import_op_libraries() -> None:
@@ -109,9 +104,9 @@ class ReferenceGraph:
             if isinstance(value, TensorValue) and value.state:
                 self.state[value_id] = (constant_tensor(self.graph, value).clone() if value.constant_id >= 0
                                         else torch.zeros(value.sizes, dtype=TORCH_DTYPES[value.dtype]))
-        # (state value id, id of the output that holds it after the run), from the ops' schemas:
-        # the op that reads a state tensor returns its update (serialization: the runtime makes
-        # that output the state's storage).
+        # (state value id, id of the output that holds it after the run): the op that updates a
+        # state tensor returns the update, which the runtime writes in place (op_registry's
+        # state_update_positions, as ComputeGraph::alias_state).
         self.state_updates: List[Tuple[int, int]] = self._state_updates()
         self.values: Dict[int, Any] = {}
 
@@ -144,10 +139,8 @@ class ReferenceGraph:
 
     # ---- running
 
-    def run(self, inputs: Sequence[torch.Tensor],
-            after_op: Optional[Callable[[int, OpCall, List[Any]], None]] = None) -> List[torch.Tensor]:
-        """The graph's outputs for these inputs. after_op(index, call, outputs) is called after
-        each op, with its output values (tensors, ints, or None for absent outputs)."""
+    def run(self, inputs: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        """The graph's outputs for these inputs; self.values then holds every value of the run."""
         graph = self.graph
         if len(inputs) != len(graph.input_ids):
             raise GraphReferenceError(f"the graph takes {len(graph.input_ids)} inputs, got {len(inputs)}")
@@ -161,9 +154,7 @@ class ReferenceGraph:
                 env[value_id] = constant_tensor(graph, value)
         self.values = env
         for index, (call, op) in enumerate(zip(graph.chain, self.ops)):
-            outputs = self._run_op(index, call, op, env)
-            if after_op is not None:
-                after_op(index, call, outputs)
+            self._run_op(index, call, op, env)
         for state_id, output_id in self.state_updates:
             self.state[state_id] = env[output_id]
         return [env[value_id] for value_id in graph.output_ids]
