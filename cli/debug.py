@@ -3,9 +3,10 @@
     vkdelegate debug model.pte                       random inputs (seeded; integer inputs 0)
     vkdelegate debug model.pte --inputs x.pt --rtol 1e-3 --atol 1e-4
 
-Each vkdelegate delegate that takes the method's inputs runs on the GPU in debug mode (every
-tensor its own memory: VKDELEGATE_DEBUG_VALUES) and on the reference executor, which runs the
-same blob op by op with PyTorch (vkdelegate.debug). The first op whose output differs beyond
+Each vkdelegate delegate runs on the GPU in debug mode (every tensor its own memory:
+VKDELEGATE_DEBUG_VALUES) and on the reference executor, which runs the same blob op by op with
+PyTorch (vkdelegate.debug), on the same inputs: the method's, or, for a delegate that takes
+values CPU ops compute, random inputs of its own. The first op whose output differs beyond
 tolerance is printed: its index in the blob, op, shapes, dtype, max abs and rel error, and the
 shaders that ran it. Exit status 0: every output within tolerance; 1: a divergence.
 """

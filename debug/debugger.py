@@ -80,6 +80,7 @@ class DelegateCheck:
     num_ops: int = 0
     skipped: Optional[str] = None  # why it was not checked
     divergence: Optional[Divergence] = None
+    inputs_note: Optional[str] = None  # where its inputs were not the method's
 
 
 @dataclass
@@ -95,6 +96,10 @@ class DebugReport:
         lines = []
         for check in self.delegates:
             where = f"{check.method} delegate {check.delegate}"
+            if check.inputs_note:
+                where += f" ({check.inputs_note})"
+                if check.divergence is not None:
+                    lines.append(f"{where}:")
             if check.skipped:
                 lines.append(f"{where}: not checked: {check.skipped}")
             elif check.divergence is None:
@@ -115,14 +120,16 @@ def _random_input(value: TensorValue, generator: torch.Generator) -> torch.Tenso
 def _delegate_inputs(entry: DelegateBlob, num_inputs: int, method_inputs: Optional[Sequence[torch.Tensor]],
                      generated: Dict[Tuple[str, int], torch.Tensor], specs: Sequence[TensorValue],
                      generator: torch.Generator) -> Tuple[Optional[List[torch.Tensor]], Optional[str]]:
-    """The delegate's inputs from the method's, or why it cannot have them."""
+    """The delegate's inputs, and a note where they are not the method's (None: it cannot run)."""
     if entry.call_args is None:
         return None, "no instruction of the method calls it"
     positions = []
     for evalue in entry.call_args[:num_inputs]:
         if evalue not in entry.method_inputs:
-            return None, ("it takes values that CPU ops of the program compute; the debugger runs the "
-                          "delegates that take the method's inputs")
+            # Only the program could compute its inputs: the GPU and the reference still
+            # compare on inputs of its own.
+            return [_random_input(spec, generator) for spec in specs], (
+                "on random inputs of its own: it takes values that CPU ops of the program compute")
         positions.append(entry.method_inputs.index(evalue))
     if method_inputs is not None:
         if len(method_inputs) != len(entry.method_inputs):
@@ -255,9 +262,10 @@ def _isolated_errors(reference: ReferenceGraph, index: int, call: OpCall, gpu_va
 def debug_pte(pte_path: str, inputs: Optional[Sequence[torch.Tensor]] = None, rtol: Optional[float] = None,
               atol: Optional[float] = None, overrides: Optional[Dict[str, Any]] = None,
               seed: int = 0) -> DebugReport:
-    """Every vkdelegate delegate of the program that takes the method's inputs, on the GPU in debug
-    mode and on the reference executor. `inputs`: the method's inputs (one method); None: random
-    (seeded) at each delegate's export sizes, integer inputs zero. Raises ValueError for a file that
+    """Every vkdelegate delegate of the program, on the GPU in debug mode and on the reference
+    executor. `inputs`: the method's inputs (one method); None: random (seeded) at each delegate's
+    export sizes, integer inputs zero. A delegate that takes values CPU ops compute gets random
+    inputs of its own (the report says so). Raises ValueError for a file that
     is not a program with our delegates, or a blob the reference cannot run (naming the op)."""
     entries = delegate_blobs(pte_path)
     if not entries:
@@ -275,13 +283,14 @@ def debug_pte(pte_path: str, inputs: Optional[Sequence[torch.Tensor]] = None, rt
         except ValueError as error:
             raise ValueError(f"{entry.method} delegate {entry.index}: {error}") from error
         specs = [graph.values[i] for i in graph.input_ids]
-        delegate_inputs, reason = _delegate_inputs(entry, len(specs), inputs, generated, specs, generator)
+        delegate_inputs, note = _delegate_inputs(entry, len(specs), inputs, generated, specs, generator)
         if delegate_inputs is None:
-            report.delegates.append(DelegateCheck(entry.method, entry.index, len(graph.chain), skipped=reason))
+            report.delegates.append(DelegateCheck(entry.method, entry.index, len(graph.chain), skipped=note))
             continue
         try:
             check = check_delegate(entry.blob, delegate_inputs, rtol, atol, overrides, entry.method, entry.index)
         except GraphReferenceError as error:
             raise GraphReferenceError(f"{entry.method} delegate {entry.index}: {error}") from error
+        check.inputs_note = note
         report.delegates.append(check)
     return report

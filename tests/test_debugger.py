@@ -6,7 +6,7 @@ import functools
 import pytest
 import torch
 
-from helpers import TOLERANCES, delegate_blob, lower
+from helpers import TOLERANCES, delegate_blob, lower, lowered_modules
 from op_batches import SampleBatch, _output_sources, output_count
 from op_cases import all_cases
 from vkdelegate.debug import GraphReferenceError, ReferenceGraph, debug_pte, run_blob
@@ -216,6 +216,28 @@ def test_debug_command(chain_pte, capsys):
         assert main(["debug", chain_pte, "--inputs", "3x4x4"]) == 1
     out = capsys.readouterr().out
     assert f"op #{planted} aten.gelu.default" in out and "max abs error" in out
+
+
+class CpuOpBetween(torch.nn.Module):
+    def forward(self, x, y):
+        a = torch.relu(x) + 1
+        b = torch.cumsum(a, 0)  # not supported: stays on the CPU, between two delegates
+        return torch.sigmoid(b) * y, a
+
+
+def test_debugger_checks_a_delegate_behind_cpu_ops(tmp_path):
+    """A delegate fed by CPU ops is checked on inputs of its own; a fault planted at op 0 of every
+    graph is found in each delegate."""
+    x, y = torch.randn(2, 16), torch.randn(2, 16)
+    edge = lower(CpuOpBetween(), (x, y))
+    assert len(lowered_modules(edge)) == 2, "cumsum should split the program"
+    path = tmp_path / "split.pte"
+    path.write_bytes(edge.to_executorch().buffer)
+    report = debug_pte(str(path), [x, y])
+    assert [(c.inputs_note is not None, c.divergence) for c in report.delegates] == [(False, None), (True, None)]
+    assert "random inputs of its own" in report.format()
+    planted = debug_pte(str(path), [x, y], overrides={"DEBUG_PERTURB_OP": 0})
+    assert [c.divergence.op_index for c in planted.delegates] == [0, 0], planted.format()
 
 
 # ---- bad input
