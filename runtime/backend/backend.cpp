@@ -84,7 +84,7 @@ void log_dispatches(ComputeGraph& graph, et::EventTracer* tracer, et_timestamp_t
     const double begin = ns;
     ns += timings[k++].us * 1000.0;
     if (!(node.groups[0] && node.groups[1] && node.groups[2])) continue;  // nothing dispatched
-    std::string name = (node.source >= 0 ? graph.source_op(node.source) : node.op) + " (node " +
+    std::string name = (node.source >= 0 ? graph.blob_ops()[static_cast<size_t>(node.source)].name : node.op) + " (node " +
                        std::to_string(node.source) + ") " + node.pipeline->shader;
     const int count = ++seen[name];
     if (count > 1) name += " #" + std::to_string(count);

@@ -235,7 +235,9 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
         if (out.is_state && out.mem_obj_id >= 0) {
           throw GraphError(where + ": a state tensor cannot be in a shared memory object");
         }
-        if (out.mem_obj_id >= 0) {
+        // DEBUG_VALUES: planned tensors too get storage of their own, so that each keeps its
+        // contents after the execute (the plan is still checked, check_memory_plan).
+        if (out.mem_obj_id >= 0 && !settings_.debug_values) {
           out.storage = out.mem_obj_id;
         } else {
           out.storage = static_cast<int>(storages_.size());
@@ -294,6 +296,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     }
   }
 
+  num_blob_values_ = values_.size();
   auto read_io = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<int>& out,
                      const char* what) {
     if (!ids) return;
@@ -365,6 +368,7 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
   check_dataflow(graph);
   build_ops(graph);
   check_memory_plan(graph);
+  check_perturbation();
   for (int id : output_ids_) {
     storages_[std::get<Tensor>(values_[id]).storage].is_output = true;
   }
@@ -520,7 +524,7 @@ void ComputeGraph::build_ops(const void* fb_graph) {
     const fbs::OpCall* call = chain->Get(i);
     const std::string name = call->name() ? call->name()->str() : std::string();
     current_op_ = "op #" + std::to_string(i) + " (" + name + ")";
-    source_ops_.push_back(name);
+    blob_ops_.push_back({name, nodes_.size(), nodes_.size()});
     const OpBuildFn* fn = find_op(name);
     if (!fn) fail("this runtime has no kernel for '" + name + "'");
     std::vector<int> args;
@@ -545,8 +549,40 @@ void ComputeGraph::build_ops(const void* fb_graph) {
       if (message.rfind(current_op_, 0) == 0) throw;
       fail(message);
     }
+    blob_ops_.back().end = nodes_.size();
+    if (static_cast<int64_t>(i) == settings_.debug_perturb_op) {
+      perturb_value_ = args.at(args.size() - static_cast<size_t>(call->num_outputs()));  // its first output
+    }
   }
   current_op_.clear();
+}
+
+void ComputeGraph::check_perturbation() {
+  const int64_t op = settings_.debug_perturb_op;
+  if (op < 0) return;
+  if (!settings_.debug_values) {
+    throw GraphError("VKDELEGATE_DEBUG_PERTURB_OP (fault injection for the debugger) needs DEBUG_VALUES");
+  }
+  if (static_cast<size_t>(op) >= blob_ops_.size()) {
+    throw GraphError("VKDELEGATE_DEBUG_PERTURB_OP=" + std::to_string(op) + ": the chain has " +
+                     std::to_string(blob_ops_.size()) + " ops");
+  }
+  const auto& [name, first, end] = blob_ops_[static_cast<size_t>(op)];
+  bool dispatches = false;
+  for (size_t i = first; i < end; ++i) {
+    if (!nodes_[i].pipeline) continue;
+    perturb_last_node_ = i;
+    dispatches = true;
+  }
+  if (!dispatches) {
+    throw GraphError("VKDELEGATE_DEBUG_PERTURB_OP=" + std::to_string(op) + ": op " + std::to_string(op) +
+                     " runs no kernel (a view or a SymInt op); choose an op that dispatches");
+  }
+  if (perturb_value_ < 0 || !std::holds_alternative<Tensor>(values_[perturb_value_]) ||
+      tensor(perturb_value_).max_storage_nbytes() < 4) {
+    perturb_value_ = -1;
+    throw GraphError("VKDELEGATE_DEBUG_PERTURB_OP=" + std::to_string(op) + ": its output has no 4 bytes to overwrite");
+  }
 }
 
 // ---------------------------------------------------------------- nodes
@@ -572,7 +608,7 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   for (int id : tensors) tensor(id);  // type check
   nodes_.emplace_back();
   Node& node = nodes_.back();
-  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
+  node.source = static_cast<int>(blob_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = std::move(tensors);
   node.update = std::move(update);
@@ -672,7 +708,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
   o.view_of = in;
   nodes_.emplace_back();
   Node& node = nodes_.back();
-  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
+  node.source = static_cast<int>(blob_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.tensors = {out, in};
   node.update = std::move(update);
@@ -684,7 +720,7 @@ Node& ComputeGraph::add_view_node(const std::string& op, int out, int in, Update
 Node& ComputeGraph::add_scalar_node(const std::string& op, UpdateFn update) {
   nodes_.emplace_back();
   Node& node = nodes_.back();
-  node.source = static_cast<int>(source_ops_.size()) - 1;  // the op being built
+  node.source = static_cast<int>(blob_ops_.size()) - 1;  // the op being built
   node.op = op;
   node.update = std::move(update);
   node.update(*this, node);
@@ -1084,16 +1120,31 @@ void ComputeGraph::record() {
           ++num_barriers_;
         }
         dispatch(cmd, node);
+        if (perturb_value_ >= 0 && &node == &nodes_[perturb_last_node_]) record_perturbation(cmd);
       }
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, query++);
     }
   } else {
-    for (const auto& batch : dispatch_batches(barrier_mode())) {
+    const auto batches = dispatch_batches(barrier_mode());
+    // The fault injection goes after the last batch holding one of the op's nodes: its
+    // output's readers come in later batches (they conflict with its writer).
+    size_t perturb_batch = batches.size();
+    if (perturb_value_ >= 0) {
+      const auto& [name, first, end] = blob_ops_.at(static_cast<size_t>(settings_.debug_perturb_op));
+      for (size_t b = 0; b < batches.size(); ++b) {
+        for (const Node* node : batches[b]) {
+          const size_t i = static_cast<size_t>(node - nodes_.data());
+          if (i >= first && i < end) perturb_batch = b;
+        }
+      }
+    }
+    for (size_t b = 0; b < batches.size(); ++b) {
       if (num_dispatches_ > 0) {
         memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
         ++num_barriers_;
       }
-      for (const Node* node : batch) dispatch(cmd, *node);
+      for (const Node* node : batches[b]) dispatch(cmd, *node);
+      if (b == perturb_batch) record_perturbation(cmd);
     }
   }
 
@@ -1116,6 +1167,56 @@ void ComputeGraph::record() {
   stream_->end();
   recorded_ = true;
   ++num_records_;
+}
+
+void ComputeGraph::record_perturbation(VkCommandBuffer cmd) {
+  const Tensor& t = std::get<Tensor>(values_[perturb_value_]);
+  // 1000 in the storage type (two halves for float16; the low word of an int64).
+  const uint32_t pattern = t.storage_type == StorageType::F32   ? 0x447A0000u
+                           : t.storage_type == StorageType::F16 ? 0x63D063D0u
+                                                                : 1000u;
+  memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderRW, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_TRANSFER_WRITE_BIT);
+  vkCmdFillBuffer(cmd, storages_[t.storage].buffer->handle(), 0, 4, pattern);
+  memory_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderRW);
+}
+
+void ComputeGraph::read_tensor(int id, void* dst, size_t nbytes) {
+  if (id < 0 || static_cast<size_t>(id) >= num_blob_values_) {
+    throw GraphError("value " + std::to_string(id) + " is out of range: the graph has " +
+                     std::to_string(num_blob_values_) + " values");
+  }
+  if (!std::holds_alternative<Tensor>(values_[id])) {
+    throw GraphError("value " + std::to_string(id) + " is " + value_kind(values_[id]) + ", not a tensor");
+  }
+  const Tensor& t = std::get<Tensor>(values_[id]);
+  if (t.mem_obj_id >= 0 && !settings_.debug_values) {
+    throw GraphError("value " + std::to_string(id) + " shares memory with other tensors (memory plan object " +
+                     std::to_string(t.mem_obj_id) + "): load the graph with DEBUG_VALUES=1 to read it");
+  }
+  if (nbytes != t.nbytes()) {
+    throw GraphError("value " + std::to_string(id) + " has " + std::to_string(t.nbytes()) + " bytes, not " +
+                     std::to_string(nbytes));
+  }
+  const Storage& s = storages_[t.storage];
+  const size_t n = static_cast<size_t>(t.numel());
+  if (t.storage_nbytes() == 0) return;
+  // Through a readback buffer even where the storage is mapped (a CPU driver): one path, the
+  // one a discrete GPU takes, tested everywhere; speed does not matter here.
+  Buffer staging(ctx_, t.storage_nbytes(), MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  CommandStream stream(ctx_);
+  VkCommandBuffer cmd = stream.begin();
+  memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_TRANSFER_READ_BIT);
+  VkBufferCopy region{0, 0, t.storage_nbytes()};
+  vkCmdCopyBuffer(cmd, s.buffer->handle(), staging.handle(), 1, &region);
+  memory_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_HOST_READ_BIT);
+  stream.end();
+  stream.submit_and_wait();
+  from_storage(t.dtype, t.storage_type, staging.mapped(), dst, n);
 }
 
 void ComputeGraph::set_input_sizes(size_t i, const Sizes& sizes) {

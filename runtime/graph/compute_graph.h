@@ -171,9 +171,20 @@ class ComputeGraph {
   void set_prologue(std::function<void(VkCommandBuffer)> prologue);
   const std::vector<NodeTiming>& timings() const { return timings_; }
   const std::vector<Node>& nodes() const { return nodes_; }
-  // The name of the blob's op at chain index i (Node::source): the names the AOT side
-  // gives ExecuTorch's debug handle map, so event names must use these.
-  const std::string& source_op(int i) const { return source_ops_.at(static_cast<size_t>(i)); }
+  // The ops of the blob's chain, by chain index (Node::source): each op's name (the names the
+  // AOT side gives ExecuTorch's debug handle map, so ETDump event names use these) and the
+  // nodes it added, nodes()[first, end).
+  struct BlobOp {
+    std::string name;
+    size_t first = 0, end = 0;
+  };
+  const std::vector<BlobOp>& blob_ops() const { return blob_ops_; }
+  // The values the blob defines (the graph adds scratch and fault-slot values after them).
+  size_t num_blob_values() const { return num_blob_values_; }
+  // Copies tensor value id, at its current sizes, to dst (the graph dtype's bytes), as the
+  // last execute left it. Only where the tensor has memory of its own: with the
+  // DEBUG_VALUES setting every tensor has; without it, planned intermediates share.
+  void read_tensor(int id, void* dst, size_t nbytes);
   MemoryReport memory_report() const;
   std::mutex& mutex() { return mutex_; }
   // Barrier placement: dispatches and compute barriers of the last recording.
@@ -200,6 +211,12 @@ class ComputeGraph {
   void create_descriptors();
   void propagate_sizes();
   void record();
+  // DEBUG_PERTURB_OP: after the dispatch (or batch) holding the op's last node, overwrite
+  // the start of its first output. Null: no fault injection.
+  void record_perturbation(VkCommandBuffer cmd);
+  int perturb_value_ = -1;        // the output it overwrites, -1: none
+  size_t perturb_last_node_ = 0;  // the op's last dispatching node
+  void check_perturbation();      // at load: sets the two above
   void read_timings();
   // Throws a GraphError naming the first node (in graph order) whose fault slot
   // the last execute set, and clears the slots.
@@ -228,6 +245,8 @@ class ComputeGraph {
   std::vector<int> input_ids_;
   std::vector<int> output_ids_;
   std::vector<Node> nodes_;
+  std::vector<BlobOp> blob_ops_;  // blob_ops()
+  size_t num_blob_values_ = 0;
   std::vector<Storage> storages_;
   std::unique_ptr<Buffer> params_buffer_;
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
@@ -239,7 +258,6 @@ class ComputeGraph {
   bool recorded_ = false;
   std::vector<NodeTiming> timings_;
   std::string current_op_;
-  std::vector<std::string> source_ops_;  // by chain index
   // Current values of SymInt[] arguments, by value id (stable references).
   std::unordered_map<int, IntList> symint_lists_;
   size_t num_mem_objs_ = 0;

@@ -331,6 +331,43 @@ py::list shaders(const ComputeGraph& g) {
   return l;
 }
 
+// For the numerical debugger: value id as the last run left it: a numpy array for a tensor
+// (readable where it has memory of its own: every tensor with DEBUG_VALUES), an int for a SymInt.
+py::object read_value(ComputeGraph& g, int id) {
+  if (id < 0 || static_cast<size_t>(id) >= g.num_blob_values()) {
+    throw GraphError("value " + std::to_string(id) + " is out of range: the graph has " +
+                     std::to_string(g.num_blob_values()) + " values");
+  }
+  const Value& v = g.value(id);
+  if (const auto* s = std::get_if<SymInt>(&v)) return py::int_(s->value);
+  if (!std::holds_alternative<Tensor>(v)) {
+    throw GraphError("value " + std::to_string(id) + " is " + value_kind(v) + ", not a tensor or a SymInt");
+  }
+  const Tensor& t = std::get<Tensor>(v);
+  py::array a(py::dtype(numpy_name(t.dtype)), std::vector<py::ssize_t>(t.sizes.begin(), t.sizes.end()));
+  void* dst = a.mutable_data();
+  const size_t nbytes = static_cast<size_t>(a.nbytes());
+  {
+    py::gil_scoped_release release;
+    g.read_tensor(id, dst, nbytes);
+  }
+  return a;
+}
+
+// The shaders each op of the blob's chain dispatched in the last recording, by op index.
+py::list op_shaders(const ComputeGraph& g) {
+  py::list l;
+  for (const auto& [name, first, end] : g.blob_ops()) {
+    py::list names;
+    for (size_t i = first; i < end; ++i) {
+      const Node& n = g.nodes()[i];
+      if (n.pipeline && n.groups[0] && n.groups[1] && n.groups[2]) names.append(n.pipeline->shader);
+    }
+    l.append(names);
+  }
+  return l;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_vkdelegate, m) {
@@ -450,6 +487,14 @@ PYBIND11_MODULE(_vkdelegate, m) {
       })
       .def("shaders", [](ComputeGraph& g) { return with_graph_lock(g, shaders); },
            "the shader variant of each dispatch, in order")
+      .def("read_value", [](ComputeGraph& g, int id) {
+        return with_graph_lock(g, [id](ComputeGraph& g) { return read_value(g, id); });
+      }, py::arg("id"),
+           "Value id of the blob as the last run left it: a numpy array (a tensor at its current sizes) or an "
+           "int (a SymInt). Intermediate tensors are readable when the graph was loaded with DEBUG_VALUES=1 "
+           "(each its own memory); without it they share memory and reading one is an error.")
+      .def("op_shaders", [](ComputeGraph& g) { return with_graph_lock(g, op_shaders); },
+           "for each op of the blob's chain, the shaders it dispatched in the last recorded run")
       .def("timings", [](ComputeGraph& g) { return with_graph_lock(g, timings); },
            "(op, output sizes, microseconds) of each dispatch of the last run")
       .def("execute_stats", [](ComputeGraph& g) { return with_graph_lock(g, execute_stats); },
