@@ -603,6 +603,19 @@ int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
   return static_cast<int>(values_.size()) - 1;
 }
 
+int ComputeGraph::add_zeroed_tensor(DType dtype, const Sizes& sizes) {
+  storages_.emplace_back();
+  storages_.back().is_state = true;  // zero_state() fills it
+  Tensor t;
+  t.dtype = dtype;
+  t.storage_type = storage_type_of(dtype);
+  t.sizes = t.max_sizes = sizes;
+  t.storage = static_cast<int>(storages_.size()) - 1;
+  t.is_state = true;
+  values_.emplace_back(std::move(t));
+  return static_cast<int>(values_.size()) - 1;
+}
+
 int ComputeGraph::add_fault_slot() {
   if (settings_.no_gpu_checks) return -1;
   if (fault_storage_ < 0) {

@@ -123,6 +123,11 @@ class ComputeGraph {
   // next that writes them. Take references to values only after this call
   // (it appends a value).
   int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
+  // A node-owned tensor outside the memory plan with a storage of its own, zeros at load and
+  // kept across executes (a state the node keeps to itself: counters its kernel returns to
+  // zero before it ends, so that a replay starts from zeros). Take references to values only
+  // after this call.
+  int add_zeroed_tensor(DType dtype, const Sizes& sizes);
   // GPU-side checks (glsl/fault.glslh): a tensor value for one node's fault
   // slot, kFaultSlotWords words of the graph's host-visible fault buffer, to bind as that
   // node's last storage binding (add_node gives it its window). -1 where the
