@@ -1,9 +1,7 @@
 // dtypes: f32 f16
 // subgroup-variants
-// variant sdpa_kv_decode: CHECKED=1 VEC4=1
-// variant sdpa_kv_decode_nocheck: CHECKED=0 VEC4=1
-// variant sdpa_kv_decode_scalar: CHECKED=1 VEC4=0
-// variant sdpa_kv_decode_scalar_nocheck: CHECKED=0 VEC4=0
+// variant sdpa_kv_decode: CHECKED=1
+// variant sdpa_kv_decode_nocheck: CHECKED=0
 // Attention over a KV cache for few queries (decode) in one dispatch, split along the keys
 // (flash decoding) with the combine folded in: runtime/ops/attention.cpp's decode path.
 // Workgroup (c, hb, b * T + t) takes keys c * chunk .. c * chunk + chunk - 1 (those up to
@@ -21,8 +19,9 @@
 // The keys are read straight into registers, 4-vectors of a row over 64 / chunk neighbouring
 // invocations (one invocation's dots summed in shared memory), all of the chunk's keys,
 // values and queries in one round of loads; a workgroup has 12 barriers (subgroup variants).
-// The VEC4 variants load 4-vectors (E and Ev multiples of 4: every row starts at a multiple
-// of 4 elements); the others the same 4-vectors element by element.
+// Where E and Ev are multiples of 4 (p.vec4_loads; every row then starts at a multiple of 4
+// elements) the rows are read as 4-vectors, else the same 4-vectors element by element (a
+// uniform branch: a resize may change the head dims).
 // Positions are int32 or int64, read as words (READ_INDEX in common.glslh).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -45,6 +44,8 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define VALUE_VEC4S 256
 #define KEY_PER_INVOCATION 16
 #define OUT_PER_INVOCATION 4
+// The combine's chunks per step of each output (loads in flight: OUT_PER_INVOCATION * COMBINE_STEP).
+#define COMBINE_STEP 8
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 0) writeonly buffer Out4 { T4 out4[]; };
@@ -72,26 +73,17 @@ shared float max_s[MAX_HEADS];
 shared bool last_s;
 
 // The 4-vector e4 of the row of `len` elements at element `base` (zeros past the row's end).
-#if VEC4
-#define LOAD4(data, data4, base, e4, len) vec4(data4[((base) >> 2) + (e4)])
-#else
-vec4 load4_q(int base, int e4, int len) {
-  vec4 r = vec4(0.0);
-  [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) r[i] = float(q_data[base + e4 * 4 + i]);
-  return r;
-}
-vec4 load4_k(int base, int e4, int len) {
-  vec4 r = vec4(0.0);
-  [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) r[i] = float(k_data[base + e4 * 4 + i]);
-  return r;
-}
-vec4 load4_v(int base, int e4, int len) {
-  vec4 r = vec4(0.0);
-  [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) r[i] = float(v_data[base + e4 * 4 + i]);
-  return r;
-}
+#define DEFINE_LOAD4(name, data, data4)                                                         \
+  vec4 name(int base, int e4, int len) {                                                        \
+    if (p.vec4_loads != 0) return vec4(data4[(base >> 2) + e4]);                                \
+    vec4 r = vec4(0.0);                                                                         \
+    [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) r[i] = float(data[base + e4 * 4 + i]); \
+    return r;                                                                                   \
+  }
+DEFINE_LOAD4(load4_q, q_data, q4)
+DEFINE_LOAD4(load4_k, k_data, k4)
+DEFINE_LOAD4(load4_v, v_data, v4)
 #define LOAD4(data, data4, base, e4, len) load4_##data(base, e4, len)
-#endif
 
 // Per head g < heads, v[g] becomes the maximum (IS_MAX) or sum over the workgroup's invocations.
 // Every invocation calls it (barriers); red_s is free again when it returns.
@@ -110,11 +102,10 @@ void reduce_heads(inout float v[MAX_HEADS], int heads, const bool IS_MAX) {
     }
   }
   barrier();
-  [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
-    if (g < heads) {
-      float r = IS_MAX ? -1.0 / 0.0 : 0.0;
-      for (int i = 0; i < int(gl_NumSubgroups); ++i) r = IS_MAX ? max(r, red_s[g * WG + i]) : r + red_s[g * WG + i];
-      v[g] = r;
+  [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) v[g] = IS_MAX ? -1.0 / 0.0 : 0.0;
+  for (int i = 0; i < int(gl_NumSubgroups); ++i) {
+    [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
+      if (g < heads) v[g] = IS_MAX ? max(v[g], red_s[g * WG + i]) : v[g] + red_s[g * WG + i];
     }
   }
 #else
@@ -205,11 +196,11 @@ void main() {
   }
   [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) if (g < hp) dot_s[g * WG + tid] = s[g];
   barrier();
-  [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
-    float sum = 0.0;
-    if (g < hp) for (int i = 0; i < lanes; ++i) sum += dot_s[g * WG + j * lanes + i];
-    s[g] = j < count ? sum : -1.0 / 0.0;
+  [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) s[g] = 0.0;
+  for (int i = 0; i < lanes; ++i) {
+    [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) if (g < hp) s[g] += dot_s[g * WG + j * lanes + i];
   }
+  [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) if (j >= count) s[g] = -1.0 / 0.0;
   float m[MAX_HEADS];
   [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) m[g] = s[g];
   reduce_heads(m, hp, true);
@@ -221,22 +212,36 @@ void main() {
   }
   barrier();
 
-  // This chunk's part: invocation o of head g = o / Ev4 sums its output 4-vector over the keys.
+  // This chunk's part: invocation o of head g = o / Ev4 sums its output 4-vector over the keys
+  // (its outputs side by side, independent chains). Outputs past hp * Ev4 take head 0's.
   const int part_stride = 1 + Ev4;  // 4-vectors per (row, chunk)
+  const int outputs = hp * Ev4;
+  int out_g[OUT_PER_INVOCATION], out_e4[OUT_PER_INVOCATION];
   [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
-    const int o = tid + r * WG;
-    if (o < hp * Ev4) {
-      const int g = o / Ev4, e4 = o - g * Ev4;
-      vec4 acc = vec4(0.0);
-      float sum = 0.0;
-      for (int jj = 0; jj < count; ++jj) {
-        const float w = prob_s[g * p.chunk + jj];
-        acc += w * v_s[jj * Ev4 + e4];
-        sum += w;
+    const int o = tid + r * WG < outputs ? tid + r * WG : 0;
+    out_g[r] = o / max(Ev4, 1);
+    out_e4[r] = o - out_g[r] * Ev4;
+  }
+  vec4 acc[OUT_PER_INVOCATION];
+  float sum[OUT_PER_INVOCATION];
+  [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+    acc[r] = vec4(0.0);
+    sum[r] = 0.0;
+  }
+  for (int jj = 0; jj < count; ++jj) {
+    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+      if (r * WG < outputs) {
+        const float w = prob_s[out_g[r] * p.chunk + jj];
+        acc[r] += w * v_s[jj * Ev4 + out_e4[r]];
+        sum[r] += w;
       }
-      const int at = ((row0 + g) * p.chunks + c) * part_stride;
-      part4[at + 1 + e4] = acc;
-      if (e4 == 0) part4[at] = vec4(max_s[g], sum, 0.0, 0.0);
+    }
+  }
+  [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+    if (tid + r * WG < outputs) {
+      const int at = ((row0 + out_g[r]) * p.chunks + c) * part_stride;
+      part4[at + 1 + out_e4[r]] = acc[r];
+      if (out_e4[r] == 0) part4[at] = vec4(max_s[out_g[r]], sum[r], 0.0, 0.0);
     }
   }
 
@@ -259,13 +264,18 @@ void main() {
   [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
     cm[g] = -1.0 / 0.0;
     cl[g] = 0.0;
-    if (g < hp) {
-      for (int cc = tid; cc < live; cc += WG) {
-        const vec2 ml = part4[((row0 + g) * p.chunks + cc) * part_stride].xy;
-        const float top = max(cm[g], ml.x);
-        cl[g] = cl[g] * exp(cm[g] - top) + ml.y * exp(ml.x - top);
+  }
+  for (int cc = tid; cc < live; cc += WG) {
+    vec2 ml[MAX_HEADS];  // the heads' loads all in flight
+    [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
+      if (g < hp) ml[g] = part4[((row0 + g) * p.chunks + cc) * part_stride].xy;
+    }
+    [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
+      if (g < hp) {
+        const float top = max(cm[g], ml[g].x);
+        cl[g] = cl[g] * exp(cm[g] - top) + ml[g].y * exp(ml[g].x - top);
         cm[g] = top;
-        if (cc < WG) prob_s[g * WG + cc] = ml.x;
+        if (cc < WG) prob_s[g * WG + cc] = ml[g].x;
       }
     }
   }
@@ -276,7 +286,6 @@ void main() {
   reduce_heads(L, hp, false);
   // The output, WG chunks at a time: their weights exp(m_c - M) / L in prob_s, then each
   // invocation's output 4-vectors summed over them.
-  vec4 acc[OUT_PER_INVOCATION];
   [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) acc[r] = vec4(0.0);
   for (int c0 = 0; c0 < live; c0 += WG) {
     const int cc = c0 + tid;
@@ -289,34 +298,34 @@ void main() {
     }
     barrier();
     const int tile = min(WG, live - c0);
-    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
-      const int o = tid + r * WG;
-      if (o < hp * Ev4) {
-        const int g = o / Ev4, e4 = o - g * Ev4;
-        const int at = ((row0 + g) * p.chunks + c0) * part_stride + 1 + e4;
-        int k = 0;
-        // Four loads in flight at a time.
-        for (; k + 4 <= tile; k += 4) {
-          const vec4 a0 = part4[at + k * part_stride], a1 = part4[at + (k + 1) * part_stride];
-          const vec4 a2 = part4[at + (k + 2) * part_stride], a3 = part4[at + (k + 3) * part_stride];
-          acc[r] += prob_s[g * WG + k] * a0 + prob_s[g * WG + k + 1] * a1 + prob_s[g * WG + k + 2] * a2 +
-                    prob_s[g * WG + k + 3] * a3;
+    // COMBINE_STEP chunks of each output at a time: their loads all in flight.
+    for (int k0 = 0; k0 < tile; k0 += COMBINE_STEP) {
+      vec4 a[OUT_PER_INVOCATION][COMBINE_STEP];
+      [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+        [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+          a[r][k] = vec4(0.0);
+          if (r * WG < outputs && k0 + k < tile) {
+            a[r][k] = part4[((row0 + out_g[r]) * p.chunks + c0 + k0 + k) * part_stride + 1 + out_e4[r]];
+          }
         }
-        for (; k < tile; ++k) acc[r] += prob_s[g * WG + k] * part4[at + k * part_stride];
+      }
+      [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+        [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+          if (r * WG < outputs && k0 + k < tile) acc[r] += prob_s[out_g[r] * WG + k0 + k] * a[r][k];
+        }
       }
     }
   }
   [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
-    const int o = tid + r * WG;
-    if (o < hp * Ev4) {
-      const int g = o / Ev4, e4 = o - g * Ev4;
-#if VEC4
-      out4[(row0 + g) * Ev4 + e4] = T4(acc[r]);
-#else
-      [[unroll]] for (int i = 0; i < 4; ++i) {
-        if (e4 * 4 + i < p.Ev) out_data[(row0 + g) * p.Ev + e4 * 4 + i] = T(acc[r][i]);
+    if (tid + r * WG < outputs) {
+      const int g = out_g[r], e4 = out_e4[r];
+      if (p.vec4_loads != 0) {
+        out4[(row0 + g) * Ev4 + e4] = T4(acc[r]);
+      } else {
+        [[unroll]] for (int i = 0; i < 4; ++i) {
+          if (e4 * 4 + i < p.Ev) out_data[(row0 + g) * p.Ev + e4 * 4 + i] = T(acc[r][i]);
+        }
       }
-#endif
     }
   }
 }

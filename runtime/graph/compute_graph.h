@@ -62,6 +62,7 @@ struct Storage {
   bool is_constant = false;
   bool is_shared = false;  // a memory object of the plan, for several tensors
   bool is_state = false;   // a state tensor's: kept across executes, never the host's
+  bool zeroed = false;     // add_zeroed_tensor's: zeros at load, kept across executes
   std::unique_ptr<Buffer> buffer;
   std::unique_ptr<Buffer> staging;  // for inputs/outputs whose buffer the host cannot map
 };
@@ -192,7 +193,7 @@ class ComputeGraph {
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
-  // State tensors without an initial constant start as zeros.
+  // State tensors without an initial constant, and add_zeroed_tensor's, start as zeros.
   void zero_state();
   void create_descriptors();
   void propagate_sizes();

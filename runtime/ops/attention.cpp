@@ -204,32 +204,30 @@ void add_sdpa_kv_decode(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheP
   const int part = g.add_scratch_tensor(DType::Float32, {part_max});
   // A counter per (b, t, group of heads): at most one per query row.
   const int counter = g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, planned.batch * split_queries * planned.heads)});
-  const bool vec4 = planned.E % 4 == 0 && planned.Ev % 4 == 0;
   std::vector<int> tensors{x.out, part, counter, x.q, x.k, x.v, x.pos};
-  const std::string base = vec4 ? "sdpa_kv_decode" : "sdpa_kv_decode_scalar";
-  const std::string shader = with_fault_slot(g, tensors, base, base + "_nocheck");
+  const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_decode", "sdpa_kv_decode_nocheck");
   g.add_node(g.current_op(), variant(g, shader, x.q), kDecodeLocal, tensors, [=](ComputeGraph& g, Node& node) {
     SdpaKvCacheParams p = sdpa_kv_params(g, x);
     const int64_t B = p.batch, T = p.queries, H = p.heads;
     const bool decode = T <= kSplitMaxQueries;
-    g.tensor(part).sizes = {decode ? std::max<int64_t>(1, B * T * H * part_row) : 1};
+    // The chunk, from the upper bounds, holds for smaller sizes; so does the part's upper bound.
     const int64_t E4 = ceil_div(p.E, 4), Ev4 = ceil_div(p.Ev, 4);
-    if (p.E != planned.E || p.Ev != planned.Ev || p.cache_len != planned.cache_len) {
-      g.fail("the head dims and the cache length must keep their sizes at load");
-    }
+    const int64_t now_chunks = std::max<int64_t>(1, ceil_div(p.cache_len, chunk));
+    g.tensor(part).sizes = {decode ? std::max<int64_t>(1, B * T * H * now_chunks * (1 + Ev4) * 4) : 1};
     int64_t heads = 1;
     for (int64_t d = 1; d <= std::min<int64_t>(p.group, kDecodeMaxHeads); ++d) {
       if (p.group % d == 0 && d * E4 <= kDecodeQueryVec4s && d * Ev4 <= kDecodeOutPerInvocation * wg) heads = d;
     }
     p.chunk = static_cast<int32_t>(chunk);
-    p.chunks = static_cast<int32_t>(chunks);
+    p.chunks = static_cast<int32_t>(now_chunks);
     p.split_heads = static_cast<int32_t>(heads);
+    p.vec4_loads = p.E % 4 == 0 && p.Ev % 4 == 0;
     node.set_params(p);
     if (!decode || B * T * H == 0) {
       node.groups = {0, 0, 0};
     } else {
       if (B * T > 65535) g.fail("more than 65535 query rows");
-      node.groups = {static_cast<uint32_t>(chunks), static_cast<uint32_t>(H / heads), static_cast<uint32_t>(B * T)};
+      node.groups = {static_cast<uint32_t>(now_chunks), static_cast<uint32_t>(H / heads), static_cast<uint32_t>(B * T)};
     }
   });
 }
