@@ -18,7 +18,8 @@
 // writes zeros for its heads and nothing counts.
 // The keys are read straight into registers, 4-vectors of a row over 64 / chunk neighbouring
 // invocations (one invocation's dots summed in shared memory), all of the chunk's keys,
-// values and queries in one round of loads; a workgroup has 12 barriers (subgroup variants).
+// values and queries in one round of loads; a workgroup has 7 barriers, the one that combines 12
+// (subgroup variants).
 // Where E and Ev are multiples of 4 (p.vec4_loads; every row then starts at a multiple of 4
 // elements) the rows are read as 4-vectors, else the same 4-vectors element by element (a
 // uniform branch: a resize may change the head dims).
