@@ -1,9 +1,12 @@
 """et_vk.vkd_sdpa_kv_cache against eager sdpa with the position mask it replaces, and its fusion
 (backends/attention_fusion.py). The op runs alone in a small blob, so each case costs milliseconds.
-runtime/ops/attention.cpp takes the split path (glsl/sdpa_kv_split.glsl + sdpa_kv_reduce.glsl) for
-up to SPLIT_MAX_QUERIES queries, else the tiled kernel (sdpa_kv_tiled.glsl, head dims up to 128) or,
-above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes, positions at
-chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and float16."""
+runtime/ops/attention.cpp takes, for up to SPLIT_MAX_QUERIES queries, one dispatch split along the
+keys whose last chunk combines the others (glsl/sdpa_kv_decode.glsl; the setting SDPA_KV_TWO_PASS:
+sdpa_kv_split.glsl + sdpa_kv_reduce.glsl), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
+to 128) or, above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes,
+positions at chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and
+float16, and replays of one recorded graph over many positions (the decode kernel's counters must
+come back to zero after each execute, a faulty one included)."""
 import numpy as np
 import pytest
 import torch
@@ -15,7 +18,9 @@ from vkdelegate.serialization.blob import serialize_graph
 from vkdelegate.serialization.graph_ir import DType, GraphIR, NullValue, OpCall, TensorValue
 
 SPLIT_MAX_QUERIES = 16  # runtime/ops/attention.cpp: kSplitMaxQueries
-SPLIT_MIN_CHUNK = 32  # kSplitMinChunk: the chunk of a short cache
+# Decode chunks are powers of two from 4 to 64 keys (attention.cpp: kDecodeMinChunk, kDecodeLocal), the
+# two-pass path's multiples of 16: positions around each of these edges meet a chunk's first and last key.
+CHUNK_EDGES = (4, 8, 16, 32, 64)
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int64: DType.int64,
            torch.int32: DType.int32}
@@ -29,14 +34,14 @@ def masked_sdpa(q, k_cache, v_cache, positions):
     return out.transpose(1, 2)
 
 
-def op_graph(q, k_cache, v_cache, positions):
+def op_graph(q, k_cache, v_cache, positions, **settings):
     g = GraphIR()
     ids = [g.add_value(TensorValue(_DTYPES[t.dtype], tuple(t.shape))) for t in (q, k_cache, v_cache, positions)]
     g.input_ids = list(ids)
     out = g.add_value(TensorValue(_DTYPES[q.dtype], tuple(q.shape[:3]) + (v_cache.shape[3],)))
     g.chain.append(OpCall("et_vk.vkd_sdpa_kv_cache.default", tuple(ids) + (g.add_value(NullValue()), out)))
     g.output_ids = [out]
-    return rt.Graph(serialize_graph(g))
+    return rt.Graph(serialize_graph(g), overrides=settings or None)
 
 
 def run_op(q, k_cache, v_cache, positions):
@@ -55,8 +60,8 @@ CASES = [
     # The split path (one query): positions 0, 1, the last of a chunk, the first of the next, S - 1.
     pytest.param(1, 1, 32, 4, 64, 64, 200, 0, id="decode_position0_ratio8"),
     pytest.param(1, 1, 32, 4, 64, 64, 200, 1, id="decode_position1_ratio8"),
-    pytest.param(1, 1, 8, 4, 64, 64, 200, SPLIT_MIN_CHUNK - 1, id="decode_chunk_end_ratio2"),
-    pytest.param(1, 1, 8, 4, 64, 64, 200, SPLIT_MIN_CHUNK, id="decode_next_chunk_ratio2"),
+    pytest.param(1, 1, 8, 4, 64, 64, 200, 15, id="decode_chunk_end_ratio2"),
+    pytest.param(1, 1, 8, 4, 64, 64, 200, 16, id="decode_next_chunk_ratio2"),
     pytest.param(1, 1, 32, 4, 64, 64, 200, 199, id="decode_cache_end_ratio8"),
     pytest.param(2, 2, 6, 6, 33, 40, 90, 57, id="split_batch2_ratio1_odd_dims"),
     pytest.param(1, 1, 40, 1, 96, 96, 1100, 1098, id="decode_ratio40_long_cache_heads_split"),
@@ -93,8 +98,63 @@ def test_matches_eager_sdpa_with_the_position_mask(dtype, batch, length, heads, 
     # The eager reference of the op (what export runs) agrees too.
     torch.testing.assert_close(sdpa_kv_cache.default(q.float(), k_cache.float(), v_cache.float(), positions),
                                expected, atol=1e-5, rtol=1e-5)
-    # Split: the chunks and their reduce; else one kernel.
-    assert graph.execute_stats()["dispatches"] == (2 if length <= SPLIT_MAX_QUERIES else 1)
+    assert graph.execute_stats()["dispatches"] == 1  # decode: the chunks and their combine in one dispatch
+
+
+# Replays of one graph (the decode kernel's counters) over positions around every chunk edge, 0 and S - 1.
+REPLAY_CASES = [
+    # (batch, queries, heads, kv_heads, head_dim, value_dim, cache_len)
+    pytest.param(1, 1, 32, 4, 64, 64, 1024, id="tinyllama_decode_ratio8"),
+    pytest.param(1, 3, 16, 4, 64, 64, 300, id="t3_ratio4"),
+    pytest.param(1, 16, 4, 4, 64, 64, 70, id="t16_mha"),
+    pytest.param(2, 1, 4, 4, 40, 24, 1030, id="batch2_ratio1_d40_dv24_ragged_last_chunk"),
+    pytest.param(1, 3, 8, 1, 6, 10, 130, id="ratio8_dims_not_multiples_of_4"),
+    pytest.param(1, 1, 8, 2, 256, 256, 150, id="ratio4_d256"),
+]
+# The other kernels of the same path: reductions in shared memory (devices without subgroup
+# arithmetic) and the two-pass kernels, on the decode shape and the element-wise loads.
+OTHER_KERNELS = [{"NO_SUBGROUP_OPS": True}, {"SDPA_KV_TWO_PASS": True}]
+REPLAY_RUNS = [pytest.param(*case.values, {}, id=case.id) for case in REPLAY_CASES] + [
+    pytest.param(*case.values, settings, id=case.id + "-" + "-".join(settings).lower())
+    for case in REPLAY_CASES if case.id in ("tinyllama_decode_ratio8", "ratio8_dims_not_multiples_of_4")
+    for settings in OTHER_KERNELS]
+
+
+def replay_positions(length, cache_len):
+    """Rows of `length` positions: each chunk edge (e - 1, e, e + 1), 0 and S - 1 in turn as the first
+    position (the others follow it, or wrap, or run backwards)."""
+    starts = sorted({0, cache_len - 1} | {p for e in CHUNK_EDGES for p in (e - 1, e, e + 1) if p < cache_len})
+    rows = []
+    for i, first in enumerate(starts):
+        step = (1, -1, 7)[i % 3]
+        rows.append([(first + step * j) % cache_len for j in range(length)])
+    return rows
+
+
+@pytest.mark.parametrize("dtype, index_dtype", [(torch.float32, torch.int64), (torch.float16, torch.int32)])
+@pytest.mark.parametrize("batch, length, heads, kv_heads, head_dim, value_dim, cache_len, settings", REPLAY_RUNS)
+def test_decode_replays_over_chunk_edges_and_after_a_fault(batch, length, heads, kv_heads, head_dim, value_dim,
+                                                           cache_len, dtype, index_dtype, settings):
+    torch.manual_seed(cache_len + head_dim)
+    q = torch.randn(batch, length, heads, head_dim).to(dtype)
+    k_cache = torch.randn(batch, cache_len, kv_heads, head_dim).to(dtype)
+    v_cache = torch.randn(batch, cache_len, kv_heads, value_dim).to(dtype)
+    graph = op_graph(q, k_cache, v_cache, torch.zeros(length, dtype=index_dtype), **settings)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-3
+    rows = replay_positions(length, cache_len)
+    for i, row in enumerate(rows):
+        positions = torch.tensor(row, dtype=index_dtype)
+        if i == len(rows) // 2:  # a faulty position midway: an error, then the replays go on
+            bad = positions.clone()
+            bad[-1] = cache_len
+            with pytest.raises(rt.GraphError, match=f"index {cache_len} is out of range for dimension 1"):
+                graph.run([t.numpy() for t in (q, k_cache, v_cache, bad)])
+        (out,) = graph.run([t.numpy() for t in (q, k_cache, v_cache, positions)])
+        torch.testing.assert_close(torch.from_numpy(out).float(), masked_sdpa(q, k_cache, v_cache, positions),
+                                   atol=tolerance, rtol=tolerance, msg=lambda m: f"positions {row}: {m}")
+    stats = graph.execute_stats()
+    assert stats["records"] == 1  # every execute replayed the recorded commands
+    assert stats["dispatches"] == (2 if settings.get("SDPA_KV_TWO_PASS") else 1)
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])

@@ -641,6 +641,18 @@ int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
   return static_cast<int>(values_.size()) - 1;
 }
 
+int ComputeGraph::add_zeroed_tensor(DType dtype, const Sizes& sizes) {
+  storages_.emplace_back();
+  storages_.back().zeroed = true;  // zero_state() fills it
+  Tensor t;
+  t.dtype = dtype;
+  t.storage_type = storage_type_of(dtype);
+  t.sizes = t.max_sizes = sizes;
+  t.storage = static_cast<int>(storages_.size()) - 1;
+  values_.emplace_back(std::move(t));
+  return static_cast<int>(values_.size()) - 1;
+}
+
 int ComputeGraph::add_fault_slot() {
   if (settings_.no_gpu_checks) return -1;
   if (fault_storage_ < 0) {
@@ -879,6 +891,9 @@ void ComputeGraph::zero_state() {
   for (const auto& v : values_) {
     const auto* t = std::get_if<Tensor>(&v);
     if (t && t->is_state && t->constant_id < 0 && !t->is_view) zeros.push_back(&storages_[t->storage]);
+  }
+  for (const Storage& s : storages_) {
+    if (s.zeroed && s.buffer) zeros.push_back(&s);
   }
   if (zeros.empty()) return;
   CommandStream stream(ctx_);

@@ -63,6 +63,7 @@ struct Storage {
   bool is_constant = false;
   bool is_shared = false;  // a memory object of the plan, for several tensors
   bool is_state = false;   // a state tensor's: kept across executes, never the host's
+  bool zeroed = false;     // add_zeroed_tensor's: zeros at load, kept across executes
   std::unique_ptr<Buffer> buffer;
   std::unique_ptr<Buffer> staging;  // for inputs/outputs whose buffer the host cannot map
 };
@@ -124,6 +125,11 @@ class ComputeGraph {
   // next that writes them. Take references to values only after this call
   // (it appends a value).
   int add_scratch_tensor(DType dtype, const Sizes& max_sizes);
+  // A node-owned tensor outside the memory plan with a storage of its own, zeros at load and
+  // kept across executes (a state the node keeps to itself: counters its kernel returns to
+  // zero before it ends, so that a replay starts from zeros). Take references to values only
+  // after this call.
+  int add_zeroed_tensor(DType dtype, const Sizes& sizes);
   // GPU-side checks (glsl/fault.glslh): a tensor value for one node's fault
   // slot, kFaultSlotWords words of the graph's host-visible fault buffer, to bind as that
   // node's last storage binding (add_node gives it its window). -1 where the
@@ -206,7 +212,7 @@ class ComputeGraph {
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
-  // State tensors without an initial constant start as zeros.
+  // State tensors without an initial constant, and add_zeroed_tensor's, start as zeros.
   void zero_state();
   void create_descriptors();
   void propagate_sizes();

@@ -104,8 +104,10 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
 // work follows the context, not the cache length, and a decode step replays unchanged.
 // Two paths, chosen by T whenever the sizes change:
 // - T <= kSplitMaxQueries (decode): the keys 0..S-1 split into chunks, a workgroup per chunk,
-//   query and group of heads sharing a KV head (sdpa_kv_split.glsl), then a reduce per query
-//   row (sdpa_kv_reduce.glsl): a few hundred workgroups where one per row made 32.
+//   query and group of heads sharing a KV head, the last chunk to finish combining them
+//   (sdpa_kv_decode.glsl, one dispatch). The setting SDPA_KV_TWO_PASS takes the earlier two
+//   dispatches instead: the chunks (sdpa_kv_split.glsl), then a reduce per query row
+//   (sdpa_kv_reduce.glsl).
 // - more (prefill): blocks of query rows of one KV head stream the key and value tiles through
 //   shared memory (sdpa_kv_tiled.glsl); where no configuration fits the head dims or the
 //   device's shared memory, a workgroup per row (sdpa_kv_cache.glsl).
@@ -116,6 +118,15 @@ constexpr int64_t kSplitQueryFloats = 1024, kSplitScores = 1024, kSplitMaxHeads 
 // kSplitTargetGroups workgroups for one query over the whole cache (decode at a short context
 // uses a fraction of them: the chunks past the position exit at once).
 constexpr int64_t kSplitMinChunk = 16, kSplitMaxChunk = 256, kSplitTargetGroups = 1024;
+// sdpa_kv_decode.glsl's bounds (its WG, MAX_HEADS, QUERY_VEC4S, VALUE_VEC4S, KEY_PER_INVOCATION,
+// OUT_PER_INVOCATION): a chunk is a power of two from 4 keys to the workgroup size; the chunk,
+// the fewest keys that give about kDecodeTargetGroups workgroups over the whole cache (a busy
+// H100 at long contexts; a short context uses a fraction: the chunks past the position exit at
+// once), then halved until its values and each invocation's keys fit.
+constexpr LocalSize kDecodeLocal{64, 1, 1};
+constexpr int64_t kDecodeMaxHeads = 8, kDecodeQueryVec4s = 256, kDecodeValueVec4s = 256;
+constexpr int64_t kDecodeKeyPerInvocation = 16, kDecodeOutPerInvocation = 4;
+constexpr int64_t kDecodeMinChunk = 4, kDecodeTargetGroups = 256;
 // sdpa_kv_tiled.glsl's variants (their MAX_D, ROWS and KEYS defines), smallest first.
 struct TiledAttention {
   const char* shader;
@@ -127,54 +138,104 @@ int64_t tiled_attention_shared_bytes(const TiledAttention& c) {
   return 4 * (c.rows * (c.max_d + 1) + c.keys * (c.max_d + 1) + c.rows * (c.keys + 1) + 4 * c.rows + 1);
 }
 
-void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
-  if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
-  const int q = a[0], k = a[1], v = a[2], pos = a[3], out = a[5];
-  const bool has_scale = !g.is_null(a[4]);
-  const double scale_arg = has_scale ? g.get_double(a[4]) : 0.0;
-  require_float_same(g, {q, k, v, out});
-  const DType pos_type = g.tensor(pos).dtype;
-  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
-    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
+// The op's tensors and scale (add_sdpa_kv_cache's arguments).
+struct SdpaKvArgs {
+  int q, k, v, pos, out;
+  bool has_scale;
+  double scale;
+};
+
+// The parameters for the current sizes (all kernels read the same block); sets the output's sizes.
+SdpaKvCacheParams sdpa_kv_params(ComputeGraph& g, const SdpaKvArgs& x) {
+  const Tensor& tq = g.tensor(x.q);
+  const Tensor& tk = g.tensor(x.k);
+  const Tensor& tv = g.tensor(x.v);
+  const Tensor& tp = g.tensor(x.pos);
+  if (tq.dim() != 4 || tk.dim() != 4 || tv.dim() != 4 || tp.dim() != 1) {
+    g.fail("q, k_cache and v_cache must have rank 4 and input_pos rank 1; got " + sizes_str(tq.sizes) + ", " +
+           sizes_str(tk.sizes) + ", " + sizes_str(tv.sizes) + " and " + sizes_str(tp.sizes));
   }
-  // The parameters for the current sizes (all kernels read the same block).
-  auto params_of = [=](ComputeGraph& g) {
-    const Tensor& tq = g.tensor(q);
-    const Tensor& tk = g.tensor(k);
-    const Tensor& tv = g.tensor(v);
-    const Tensor& tp = g.tensor(pos);
-    if (tq.dim() != 4 || tk.dim() != 4 || tv.dim() != 4 || tp.dim() != 1) {
-      g.fail("q, k_cache and v_cache must have rank 4 and input_pos rank 1; got " + sizes_str(tq.sizes) + ", " +
-             sizes_str(tk.sizes) + ", " + sizes_str(tv.sizes) + " and " + sizes_str(tp.sizes));
-    }
-    const int64_t B = tq.sizes[0], T = tq.sizes[1], H = tq.sizes[2], E = tq.sizes[3];
-    const int64_t S = tk.sizes[1], KVH = tk.sizes[2], Ev = tv.sizes[3];
-    if (tk.sizes[0] != B || tv.sizes[0] != B || tv.sizes[1] != S || tv.sizes[2] != KVH || tk.sizes[3] != E ||
-        tp.sizes[0] != T || KVH == 0 || H % KVH != 0) {
-      g.fail("q " + sizes_str(tq.sizes) + " [B, T, H, E], k_cache " + sizes_str(tk.sizes) + " [B, S, KVH, E], v_cache " +
-             sizes_str(tv.sizes) + " [B, S, KVH, Ev] and input_pos " + sizes_str(tp.sizes) + " [T] do not fit " +
-             "(H a multiple of KVH)");
-    }
-    if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
-    if (B * S * KVH * std::max(E, Ev) > INT32_MAX || B * T * H * std::max(E, Ev) > INT32_MAX) {
-      g.fail("too large for 32-bit indexing");
-    }
-    SdpaKvCacheParams p{};
-    p.batch = static_cast<int32_t>(B);
-    p.queries = static_cast<int32_t>(T);
-    p.heads = static_cast<int32_t>(H);
-    p.group = static_cast<int32_t>(H / KVH);
-    p.cache_len = static_cast<int32_t>(S);
-    p.kv_heads = static_cast<int32_t>(KVH);
-    p.index_words = index_words(tp);
-    p.E = static_cast<int32_t>(E);
-    p.Ev = static_cast<int32_t>(Ev);
-    p.scale = static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
-    return p;
+  const int64_t B = tq.sizes[0], T = tq.sizes[1], H = tq.sizes[2], E = tq.sizes[3];
+  const int64_t S = tk.sizes[1], KVH = tk.sizes[2], Ev = tv.sizes[3];
+  if (tk.sizes[0] != B || tv.sizes[0] != B || tv.sizes[1] != S || tv.sizes[2] != KVH || tk.sizes[3] != E ||
+      tp.sizes[0] != T || KVH == 0 || H % KVH != 0) {
+    g.fail("q " + sizes_str(tq.sizes) + " [B, T, H, E], k_cache " + sizes_str(tk.sizes) + " [B, S, KVH, E], v_cache " +
+           sizes_str(tv.sizes) + " [B, S, KVH, Ev] and input_pos " + sizes_str(tp.sizes) + " [T] do not fit " +
+           "(H a multiple of KVH)");
+  }
+  if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+  if (B * S * KVH * std::max(E, Ev) > INT32_MAX || B * T * H * std::max(E, Ev) > INT32_MAX) {
+    g.fail("too large for 32-bit indexing");
+  }
+  SdpaKvCacheParams p{};
+  p.batch = static_cast<int32_t>(B);
+  p.queries = static_cast<int32_t>(T);
+  p.heads = static_cast<int32_t>(H);
+  p.group = static_cast<int32_t>(H / KVH);
+  p.cache_len = static_cast<int32_t>(S);
+  p.kv_heads = static_cast<int32_t>(KVH);
+  p.index_words = index_words(tp);
+  p.E = static_cast<int32_t>(E);
+  p.Ev = static_cast<int32_t>(Ev);
+  p.scale = static_cast<float>(x.has_scale ? x.scale : 1.0 / std::sqrt(static_cast<double>(E)));
+  g.tensor(x.out).sizes = Sizes{B, T, H, Ev};
+  return p;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// T <= kSplitMaxQueries, one dispatch (sdpa_kv_decode.glsl): the chunk from the fixed cache and
+// head sizes; the heads per workgroup, a divisor of the current group (H / KVH, which a resize
+// can change) so that all of a workgroup's heads share one KV head.
+void add_sdpa_kv_decode(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned, int64_t split_queries) {
+  const int64_t wg = kDecodeLocal[0];
+  const int64_t E4 = ceil_div(planned.E, 4), Ev4 = ceil_div(planned.Ev, 4);
+  const int64_t wanted = ceil_div(int64_t{planned.cache_len} * planned.batch * planned.kv_heads, kDecodeTargetGroups);
+  int64_t chunk = kDecodeMinChunk;
+  while (chunk < wg && chunk < wanted) chunk *= 2;
+  auto chunk_fits = [wg](int64_t chunk, int64_t E4, int64_t Ev4) {
+    return chunk * Ev4 <= kDecodeValueVec4s && E4 <= kDecodeKeyPerInvocation * (wg / chunk);
   };
-  const SdpaKvCacheParams planned = params_of(g);  // at the upper bounds
-  const int64_t max_queries = g.tensor(q).max_sizes[1];
-  // Split path: chunk size and heads per workgroup from the fixed cache and head sizes.
+  while (chunk > kDecodeMinChunk && !chunk_fits(chunk, E4, Ev4)) chunk /= 2;
+  const int64_t chunks = std::max<int64_t>(1, ceil_div(planned.cache_len, chunk));
+  const int64_t part_row = chunks * (1 + Ev4) * 4;  // floats per query row
+  const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
+  if (part_max > INT32_MAX) g.fail("too large for 32-bit indexing");
+  const int part = g.add_scratch_tensor(DType::Float32, {part_max});
+  // A counter per (b, t, group of heads): at most one per query row.
+  const int counter = g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, planned.batch * split_queries * planned.heads)});
+  std::vector<int> tensors{x.out, part, counter, x.q, x.k, x.v, x.pos};
+  const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_decode", "sdpa_kv_decode_nocheck");
+  g.add_node(g.current_op(), variant(g, shader, x.q), kDecodeLocal, tensors, [=](ComputeGraph& g, Node& node) {
+    SdpaKvCacheParams p = sdpa_kv_params(g, x);
+    const int64_t B = p.batch, T = p.queries, H = p.heads;
+    const bool decode = T <= kSplitMaxQueries;
+    // The chunk, from the upper bounds, holds for smaller sizes; so does the part's upper bound.
+    const int64_t E4 = ceil_div(p.E, 4), Ev4 = ceil_div(p.Ev, 4);
+    const int64_t now_chunks = std::max<int64_t>(1, ceil_div(p.cache_len, chunk));
+    g.tensor(part).sizes = {decode ? std::max<int64_t>(1, B * T * H * now_chunks * (1 + Ev4) * 4) : 1};
+    int64_t heads = 1;
+    for (int64_t d = 1; d <= std::min<int64_t>(p.group, kDecodeMaxHeads); ++d) {
+      if (p.group % d == 0 && d * E4 <= kDecodeQueryVec4s && d * Ev4 <= kDecodeOutPerInvocation * wg) heads = d;
+    }
+    p.chunk = static_cast<int32_t>(chunk);
+    p.chunks = static_cast<int32_t>(now_chunks);
+    p.split_heads = static_cast<int32_t>(heads);
+    p.vec4_loads = p.E % 4 == 0 && p.Ev % 4 == 0;
+    node.set_params(p);
+    if (!decode || B * T * H == 0) {
+      node.groups = {0, 0, 0};
+    } else {
+      if (B * T > 65535) g.fail("more than 65535 query rows");
+      node.groups = {static_cast<uint32_t>(now_chunks), static_cast<uint32_t>(H / heads), static_cast<uint32_t>(B * T)};
+    }
+  });
+}
+
+// T <= kSplitMaxQueries, two dispatches (the setting SDPA_KV_TWO_PASS): sdpa_kv_split.glsl then
+// sdpa_kv_reduce.glsl, the chunk from the fixed cache and head sizes.
+void add_sdpa_kv_two_pass(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned,
+                          int64_t split_queries) {
   const int64_t split_units = int64_t{planned.batch} * planned.kv_heads;
   int64_t chunk = (int64_t{planned.cache_len} * split_units + kSplitTargetGroups - 1) / kSplitTargetGroups;
   chunk = std::clamp<int64_t>((chunk + kSplitMinChunk - 1) / kSplitMinChunk * kSplitMinChunk, kSplitMinChunk, kSplitMaxChunk);
@@ -189,23 +250,12 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
     return heads;
   };
   const int64_t part_row = chunks * (2 + int64_t{planned.Ev});  // floats per query row
-  const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
   const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
   if (part_max > INT32_MAX) g.fail("too large for 32-bit indexing");
   const int part = g.add_scratch_tensor(DType::Float32, {part_max});
-  // Tiled path: the smallest configuration that holds the head dims and fits the shared memory.
-  const TiledAttention* tiled = nullptr;
-  for (const TiledAttention& c : kTiledAttention) {
-    if (!tiled && std::max(planned.E, planned.Ev) <= c.max_d &&
-        tiled_attention_shared_bytes(c) <= g.context().info().max_shared_memory) {
-      tiled = &c;
-    }
-  }
-  enum class Kernel { Split, Reduce, Tiled, Rows };
-  auto update = [=](ComputeGraph& g, Node& node, Kernel kernel) {
-    SdpaKvCacheParams p = params_of(g);
+  auto update = [=](ComputeGraph& g, Node& node, bool reduce) {
+    SdpaKvCacheParams p = sdpa_kv_params(g, x);
     const int64_t B = p.batch, T = p.queries, H = p.heads;
-    g.tensor(out).sizes = Sizes{B, T, H, p.Ev};
     const bool split = T <= kSplitMaxQueries;
     g.tensor(part).sizes = {split ? std::max<int64_t>(1, B * T * H * part_row) : 1};
     p.chunk = static_cast<int32_t>(chunk);
@@ -213,13 +263,40 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
     const int64_t split_heads = split_heads_of(p);
     p.split_heads = static_cast<int32_t>(split_heads);
     node.set_params(p);
-    const Kernel use_many = tiled ? Kernel::Tiled : Kernel::Rows;
-    if (B * T * H == 0 || (split ? kernel != Kernel::Split && kernel != Kernel::Reduce : kernel != use_many)) {
+    if (B * T * H == 0 || !split) {
       node.groups = {0, 0, 0};
-    } else if (kernel == Kernel::Split) {
+    } else if (!reduce) {
       if (B * T > 65535) g.fail("more than 65535 query rows");
       node.groups = {static_cast<uint32_t>(chunks), static_cast<uint32_t>(H / split_heads), static_cast<uint32_t>(B * T)};
-    } else if (kernel == Kernel::Reduce || kernel == Kernel::Rows) {
+    } else {
+      node.set_groups_1d(B * T * H, 1);  // one workgroup per query row
+    }
+  };
+  std::vector<int> split_tensors{part, x.q, x.k, x.v, x.pos};
+  const std::string split_shader = with_fault_slot(g, split_tensors, "sdpa_kv_split", "sdpa_kv_split_nocheck");
+  g.add_node(g.current_op(), variant(g, split_shader, x.q), kRowLocal, split_tensors,
+             [update](ComputeGraph& g, Node& node) { update(g, node, false); });
+  g.add_node(g.current_op(), variant(g, "sdpa_kv_reduce", x.q), kRowLocal, {x.out, part, x.pos},
+             [update](ComputeGraph& g, Node& node) { update(g, node, true); });
+}
+
+// T > kSplitMaxQueries (prefill): the tiled kernel, the smallest configuration that holds the head
+// dims and fits the shared memory, else a workgroup per row.
+void add_sdpa_kv_many(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned) {
+  const TiledAttention* tiled = nullptr;
+  for (const TiledAttention& c : kTiledAttention) {
+    if (!tiled && std::max(planned.E, planned.Ev) <= c.max_d &&
+        tiled_attention_shared_bytes(c) <= g.context().info().max_shared_memory) {
+      tiled = &c;
+    }
+  }
+  auto update = [=](ComputeGraph& g, Node& node) {
+    const SdpaKvCacheParams p = sdpa_kv_params(g, x);
+    const int64_t B = p.batch, T = p.queries, H = p.heads;
+    node.set_params(p);
+    if (B * T * H == 0 || T <= kSplitMaxQueries) {
+      node.groups = {0, 0, 0};
+    } else if (!tiled) {
       node.set_groups_1d(B * T * H, 1);  // one workgroup per query row
     } else {
       const int64_t blocks = (T * p.group + tiled->rows - 1) / tiled->rows;
@@ -227,23 +304,34 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
       node.groups = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(p.kv_heads), static_cast<uint32_t>(B)};
     }
   };
-  std::vector<int> split_tensors{part, q, k, v, pos};
-  const std::string split_shader = with_fault_slot(g, split_tensors, "sdpa_kv_split", "sdpa_kv_split_nocheck");
-  g.add_node(g.current_op(), variant(g, split_shader, q), kRowLocal, split_tensors,
-             [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Split); });
-  g.add_node(g.current_op(), variant(g, "sdpa_kv_reduce", q), kRowLocal, {out, part, pos},
-             [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Reduce); });
-  if (max_queries <= kSplitMaxQueries) return;
-  std::vector<int> tensors{out, q, k, v, pos};
+  std::vector<int> tensors{x.out, x.q, x.k, x.v, x.pos};
   if (tiled) {
     const std::string shader = with_fault_slot(g, tensors, tiled->shader, std::string(tiled->shader) + "_nocheck");
-    g.add_node(g.current_op(), variant(g, shader, q), kTiledAttentionLocal, tensors,
-               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Tiled); });
+    g.add_node(g.current_op(), variant(g, shader, x.q), kTiledAttentionLocal, tensors, update);
   } else {
     const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_cache", "sdpa_kv_cache_nocheck");
-    g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors,
-               [update](ComputeGraph& g, Node& node) { update(g, node, Kernel::Rows); });
+    g.add_node(g.current_op(), variant(g, shader, x.q), kRowLocal, tensors, update);
   }
+}
+
+void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
+  const bool has_scale = !g.is_null(a[4]);
+  const SdpaKvArgs x{a[0], a[1], a[2], a[3], a[5], has_scale, has_scale ? g.get_double(a[4]) : 0.0};
+  require_float_same(g, {x.q, x.k, x.v, x.out});
+  const DType pos_type = g.tensor(x.pos).dtype;
+  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
+    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
+  }
+  const SdpaKvCacheParams planned = sdpa_kv_params(g, x);  // at the upper bounds
+  const int64_t max_queries = g.tensor(x.q).max_sizes[1];
+  const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
+  if (g.settings().sdpa_kv_two_pass) {
+    add_sdpa_kv_two_pass(g, x, planned, split_queries);
+  } else {
+    add_sdpa_kv_decode(g, x, planned, split_queries);
+  }
+  if (max_queries > kSplitMaxQueries) add_sdpa_kv_many(g, x, planned);
 }
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
