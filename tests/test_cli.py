@@ -33,10 +33,15 @@ def _invoker(kind):
     return [script]
 
 
-@pytest.fixture(params=["script", "module"], scope="module")
-def cli(request):
-    """Runs `vkdelegate ARGS...` one way; returns the CompletedProcess (text)."""
-    prefix = _invoker(request.param)
+# The console script where it is installed (CI: it must be), else `python3 -m vkdelegate.cli` (the
+# same main): each command once, since starting Python and importing executorch is most of the cost.
+_KIND = "script" if shutil.which("vkdelegate") or os.environ.get("CI") else "module"
+
+
+@pytest.fixture(scope="module")
+def cli():
+    """Runs `vkdelegate ARGS...`; returns the CompletedProcess (text)."""
+    prefix = _invoker(_KIND)
 
     def call(*args, env=None, timeout=240):
         r = subprocess.run(prefix + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
@@ -44,7 +49,7 @@ def cli(request):
         assert "validation error" not in r.stderr, r.stderr[-3000:]
         return r
 
-    call.kind = request.param
+    call.kind = _KIND
     return call
 
 
