@@ -64,3 +64,23 @@ def test_partial_delegation_unsupported_op_in_the_middle():
     assert any("cumsum" in op for op in cpu_ops(em))
     out = run_pte(em.to_executorch().buffer, x)[0]
     torch.testing.assert_close(out, m(*x), **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in sorted(MODELS)])
+def test_model_info_and_debug_commands(name, tmp_path, capsys):
+    """`vkdelegate info` and `vkdelegate debug` on every example model (the lowering is the one the
+    model's other tests share): info names the delegate, its ops and the shaders of its dispatches;
+    the debugger runs the GPU in debug mode beside the CPU reference on the model's own inputs and
+    finds every op within tolerance (exit 0)."""
+    from vkdelegate.cli.main import main
+
+    lowered = lowered_model(name)
+    pte, inputs = tmp_path / f"{name}.pte", tmp_path / "inputs.pt"
+    pte.write_bytes(lowered.pte)
+    torch.save(tuple(lowered.inputs), inputs)
+    assert main(["info", str(pte)]) == 0
+    info = capsys.readouterr().out
+    assert "1 VkDelegateBackend" in info and " dispatches:" in info, info[-2000:]
+    status = main(["debug", str(pte), "--inputs", str(inputs)])
+    out = capsys.readouterr()
+    assert status == 0, out.out[-3000:] + out.err[-3000:]
