@@ -1,6 +1,6 @@
 // dtypes: f32 f16
 // subgroup-variants
-// The second pass of runtime/ops/attention.cpp's two-pass attention over a KV cache (SDPA_KV_TWO_PASS): one
+// The second pass of runtime/ops/attention.cpp's two-pass attention over a KV cache (the default): one
 // workgroup per query row (b, t, h) combines the chunks sdpa_kv_split.glsl wrote for it,
 // those holding keys 0..pos[t] (the others hold stale data):
 //   M = max_c m_c, out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c

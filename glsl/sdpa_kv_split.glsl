@@ -2,8 +2,8 @@
 // variant sdpa_kv_split: CHECKED=1
 // variant sdpa_kv_split_nocheck: CHECKED=0
 // Attention over a KV cache for few queries (decode), split along the keys (flash decoding):
-// the first pass of runtime/ops/attention.cpp's two-pass path (the setting SDPA_KV_TWO_PASS; the
-// default is sdpa_kv_decode.glsl, one dispatch); sdpa_kv_reduce.glsl combines.
+// the first pass of runtime/ops/attention.cpp's two-pass path (the default; the setting
+// SDPA_KV_ONE_PASS takes sdpa_kv_decode.glsl, one dispatch); sdpa_kv_reduce.glsl combines.
 // Workgroup (c, hb, b * T + t) takes keys c * chunk .. c * chunk + chunk - 1 (those up to
 // pos[t]) for the split_heads query heads hb * split_heads .. that share one KV head, so
 // each key and value row is read once for them all, and writes per head its chunk's

@@ -1,8 +1,8 @@
 """et_vk.vkd_sdpa_kv_cache against eager sdpa with the position mask it replaces, and its fusion
 (backends/attention_fusion.py). The op runs alone in a small blob, so each case costs milliseconds.
-runtime/ops/attention.cpp takes, for up to SPLIT_MAX_QUERIES queries, one dispatch split along the
-keys whose last chunk combines the others (glsl/sdpa_kv_decode.glsl; the setting SDPA_KV_TWO_PASS:
-sdpa_kv_split.glsl + sdpa_kv_reduce.glsl), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
+runtime/ops/attention.cpp takes, for up to SPLIT_MAX_QUERIES queries, two dispatches split along the
+keys (sdpa_kv_split.glsl + sdpa_kv_reduce.glsl; the setting SDPA_KV_ONE_PASS: one, whose last chunk
+combines the others, glsl/sdpa_kv_decode.glsl), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
 to 128) or, above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes,
 positions at chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and
 float16, and replays of one recorded graph over many positions (the decode kernel's counters must
@@ -98,7 +98,8 @@ def test_matches_eager_sdpa_with_the_position_mask(dtype, batch, length, heads, 
     # The eager reference of the op (what export runs) agrees too.
     torch.testing.assert_close(sdpa_kv_cache.default(q.float(), k_cache.float(), v_cache.float(), positions),
                                expected, atol=1e-5, rtol=1e-5)
-    assert graph.execute_stats()["dispatches"] == 1  # decode: the chunks and their combine in one dispatch
+    # Decode: the chunks, then their reduce; more queries: one kernel.
+    assert graph.execute_stats()["dispatches"] == (2 if length <= SPLIT_MAX_QUERIES else 1)
 
 
 # Replays of one graph (the decode kernel's counters) over positions around every chunk edge, 0 and S - 1.
@@ -112,8 +113,9 @@ REPLAY_CASES = [
     pytest.param(1, 1, 8, 2, 256, 256, 150, id="ratio4_d256"),
 ]
 # The other kernels of the same path: reductions in shared memory (devices without subgroup
-# arithmetic) and the two-pass kernels, on the decode shape and the element-wise loads.
-OTHER_KERNELS = [{"NO_SUBGROUP_OPS": True}, {"SDPA_KV_TWO_PASS": True}]
+# arithmetic) and the one-pass kernel, on the decode shape and the element-wise loads.
+OTHER_KERNELS = [{"NO_SUBGROUP_OPS": True}, {"SDPA_KV_ONE_PASS": True},
+                 {"SDPA_KV_ONE_PASS": True, "NO_SUBGROUP_OPS": True}]
 REPLAY_RUNS = [pytest.param(*case.values, {}, id=case.id) for case in REPLAY_CASES] + [
     pytest.param(*case.values, settings, id=case.id + "-" + "-".join(settings).lower())
     for case in REPLAY_CASES if case.id in ("tinyllama_decode_ratio8", "ratio8_dims_not_multiples_of_4")
@@ -154,7 +156,7 @@ def test_decode_replays_over_chunk_edges_and_after_a_fault(batch, length, heads,
                                    atol=tolerance, rtol=tolerance, msg=lambda m: f"positions {row}: {m}")
     stats = graph.execute_stats()
     assert stats["records"] == 1  # every execute replayed the recorded commands
-    assert stats["dispatches"] == (2 if settings.get("SDPA_KV_TWO_PASS") else 1)
+    assert stats["dispatches"] == (1 if settings.get("SDPA_KV_ONE_PASS") else 2)
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])

@@ -104,10 +104,11 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
 // work follows the context, not the cache length, and a decode step replays unchanged.
 // Two paths, chosen by T whenever the sizes change:
 // - T <= kSplitMaxQueries (decode): the keys 0..S-1 split into chunks, a workgroup per chunk,
-//   query and group of heads sharing a KV head, the last chunk to finish combining them
-//   (sdpa_kv_decode.glsl, one dispatch). The setting SDPA_KV_TWO_PASS takes the earlier two
-//   dispatches instead: the chunks (sdpa_kv_split.glsl), then a reduce per query row
-//   (sdpa_kv_reduce.glsl).
+//   query and group of heads sharing a KV head (sdpa_kv_split.glsl), then a reduce per query
+//   row (sdpa_kv_reduce.glsl). The setting SDPA_KV_ONE_PASS takes one dispatch instead, the
+//   last chunk to finish combining them (sdpa_kv_decode.glsl): fewer dispatches, but slower on
+//   the H100 (2026-11-25: a TinyLlama-shape decode step 1.735 ms against 1.650 at context 129..160),
+//   so not the default.
 // - more (prefill): blocks of query rows of one KV head stream the key and value tiles through
 //   shared memory (sdpa_kv_tiled.glsl); where no configuration fits the head dims or the
 //   device's shared memory, a workgroup per row (sdpa_kv_cache.glsl).
@@ -232,7 +233,7 @@ void add_sdpa_kv_decode(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheP
   });
 }
 
-// T <= kSplitMaxQueries, two dispatches (the setting SDPA_KV_TWO_PASS): sdpa_kv_split.glsl then
+// T <= kSplitMaxQueries, two dispatches (the default): sdpa_kv_split.glsl then
 // sdpa_kv_reduce.glsl, the chunk from the fixed cache and head sizes.
 void add_sdpa_kv_two_pass(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned,
                           int64_t split_queries) {
@@ -326,10 +327,10 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   const SdpaKvCacheParams planned = sdpa_kv_params(g, x);  // at the upper bounds
   const int64_t max_queries = g.tensor(x.q).max_sizes[1];
   const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
-  if (g.settings().sdpa_kv_two_pass) {
-    add_sdpa_kv_two_pass(g, x, planned, split_queries);
-  } else {
+  if (g.settings().sdpa_kv_one_pass) {
     add_sdpa_kv_decode(g, x, planned, split_queries);
+  } else {
+    add_sdpa_kv_two_pass(g, x, planned, split_queries);
   }
   if (max_queries > kSplitMaxQueries) add_sdpa_kv_many(g, x, planned);
 }
