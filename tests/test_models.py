@@ -67,11 +67,12 @@ def test_partial_delegation_unsupported_op_in_the_middle():
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=model_group(name)) for name in sorted(MODELS)])
-def test_model_info_and_debug_commands(name, tmp_path, capsys):
-    """`vkdelegate info` and `vkdelegate debug` on every example model (the lowering is the one the
-    model's other tests share): info names the delegate, its ops and the shaders of its dispatches;
-    the debugger runs the GPU in debug mode beside the CPU reference on the model's own inputs and
-    finds every op within tolerance (exit 0)."""
+def test_model_through_the_vkdelegate_command(name, tmp_path, capsys):
+    """`vkdelegate info`, `run`, `bench` and `debug` on every example model (the lowering is the one
+    the model's other tests share; run and bench not on the ResNets, as above): info names the delegate,
+    its ops and the shaders of its dispatches; run's saved outputs match eager; bench times one execute
+    and profiles one, with a chart; the debugger runs the GPU in debug mode beside the CPU reference on
+    the model's own inputs and finds every op within tolerance (exit 0)."""
     from vkdelegate.cli.main import main
 
     lowered = lowered_model(name)
@@ -81,6 +82,20 @@ def test_model_info_and_debug_commands(name, tmp_path, capsys):
     assert main(["info", str(pte)]) == 0
     info = capsys.readouterr().out
     assert "1 VkDelegateBackend" in info and " dispatches:" in info, info[-2000:]
+    if name not in NOT_UNDER_PROFILES:  # the ResNets' runs on lavapipe take 10-30 s each
+        _run_and_bench(main, lowered, pte, inputs, tmp_path, capsys)
     status = main(["debug", str(pte), "--inputs", str(inputs)])
     out = capsys.readouterr()
     assert status == 0, out.out[-3000:] + out.err[-3000:]
+
+
+def _run_and_bench(main, lowered, pte, inputs, tmp_path, capsys):
+    saved = tmp_path / "out.pt"
+    assert main(["run", str(pte), "--inputs", str(inputs), "--save", str(saved)]) == 0
+    with torch.no_grad():
+        ref = lowered.model(*lowered.inputs)
+    assert relative_error(torch.load(saved)[0], ref) <= TOLERANCES["model"]["rtol"]
+    chart = tmp_path / "ops.html"
+    assert main(["bench", str(pte), "--inputs", str(inputs), "--iters", "1", "--warmup", "0",
+                 "--profile-runs", "1", "--chart", str(chart)]) == 0
+    assert "GPU time per op" in capsys.readouterr().out and chart.stat().st_size > 1000
