@@ -1,9 +1,14 @@
-# Sourced by the scripts that run on the GPU machine (run_gpu.sh, sweep_*.sh), from the repository
-# root of the copied tree: the Vulkan loader from .gl2 unpacked over /, NVIDIA's driver and EGL
-# vendor files, and (optional: leave .gltools out of carry when a large bundle needs the room)
-# vulkaninfo and the validation layer from .gltools in a private prefix. benchmarks/fetch_gpu_loader.sh
-# fetches both folders.
-root=$(pwd)
+# Sourced by the scripts that run on the GPU machine (run_gpu.sh, sweep_*.sh), from any directory:
+# the Vulkan loader from .gl2 unpacked over /, NVIDIA's driver and EGL vendor files, and (optional:
+# leave .gltools out of carry when a large bundle needs the room) vulkaninfo and the validation layer
+# from .gltools in a private prefix. benchmarks/fetch_gpu_loader.sh fetches both folders; they sit at
+# the root of the copied tree, found upwards from this file (benchmarks/ or a bundle in it).
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+while [ "$root" != / ] && [ ! -d "$root/.gl2" ]; do root=$(dirname "$root"); done
+if [ ! -d "$root/.gl2" ]; then
+  echo "gpu_vulkan.sh: no .gl2 folder above $(dirname "${BASH_SOURCE[0]}") (carry .gl2: benchmarks/fetch_gpu_loader.sh)" >&2
+  return 1 2>/dev/null || exit 1
+fi
 for f in "$root"/.gl2/*.deb; do dpkg -x "$f" /; done
 ldconfig
 tools=/tmp/vktools
