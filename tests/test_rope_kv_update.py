@@ -169,14 +169,14 @@ def test_fusion_fires_in_a_llama_layer_and_the_caches_stay_state(monkeypatch):
     from helpers import lower
 
     chains = []
-    build = vulkan_preprocess.build_graph
+    build = vulkan_preprocess._build  # what preprocess calls: the graph and its debug handle map
 
     def recording_build(program, options=None):
-        graph = build(program, options)
+        graph, handles = build(program, options)
         chains.append([call.name for call in graph.chain])
-        return graph
+        return graph, handles
 
-    monkeypatch.setattr(vulkan_preprocess, "build_graph", recording_build)
+    monkeypatch.setattr(vulkan_preprocess, "_build", recording_build)
     torch.manual_seed(0)
     module = _LlamaAttention().eval()
     seq = torch.export.Dim("seq", min=1, max=module.cache_len)
