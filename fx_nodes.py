@@ -58,6 +58,14 @@ def arg_at(node: Node, index: int, name: str, default: Any = None) -> Any:
     return node.kwargs.get(name, default)
 
 
+def constant_inputs(program) -> set:
+    """Names of an ExportedProgram's placeholders that hold parameters, buffers or lifted constants
+    (what the AOT passes may fold and pack)."""
+    signature = program.graph_signature
+    return set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
+        signature.inputs_to_lifted_tensor_constants)
+
+
 def insert_call(graph: "torch.fx.Graph", target: Any, args: tuple, before: Node,
                 kwargs: Optional[Dict[str, Any]] = None) -> Node:
     """A call of target(*args, **kwargs) inserted before `before`, with the fake value

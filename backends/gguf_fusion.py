@@ -14,15 +14,13 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ..fx_nodes import insert_call
+from ..fx_nodes import constant_inputs, insert_call
 from ..quant import gguf_dequant
 
 
 def fuse_gguf_dequantize(program: ExportedProgram, options: Dict) -> None:
     graph = program.graph_module.graph
-    signature = program.graph_signature
-    constants = set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
-        signature.inputs_to_lifted_tensor_constants)
+    constants = constant_inputs(program)
     et_vk = exir_ops.edge.et_vk
     words_of: Dict[Node, Node] = {}  # raw blocks -> their words: a tied weight is dequantized once per use
 

@@ -17,7 +17,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ..fx_nodes import insert_call
+from ..fx_nodes import constant_inputs, insert_call
 from ..quant.gguf_linear import REPACKED_BITS, REPACKED_GROUP
 
 
@@ -25,9 +25,7 @@ def repack_gguf(program: ExportedProgram, options: Dict) -> None:
     if not options.get("gguf_repack", True):
         return
     graph = program.graph_module.graph
-    signature = program.graph_signature
-    constants = set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
-        signature.inputs_to_lifted_tensor_constants)
+    constants = constant_inputs(program)
     et_vk = exir_ops.edge.et_vk
     linear, embedding = et_vk.vkd_linear_gguf.default, et_vk.vkd_embedding_gguf.default
     repacked: Dict[Tuple[Node, int], Tuple[Node, Node]] = {}

@@ -14,7 +14,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from ..fx_nodes import insert_call
+from ..fx_nodes import constant_inputs, insert_call
 from ..quant import torchao_ops
 from ..quant.torchao_ops import match_embedding, match_linear
 
@@ -22,8 +22,7 @@ from ..quant.torchao_ops import match_embedding, match_linear
 def fuse_torchao_quantized(program: ExportedProgram, options: Dict) -> None:
     graph = program.graph_module.graph
     signature = program.graph_signature
-    constants = set(signature.inputs_to_parameters) | set(signature.inputs_to_buffers) | set(
-        signature.inputs_to_lifted_tensor_constants)
+    constants = constant_inputs(program)
     et_vk = exir_ops.edge.et_vk
     packed_of: Dict[tuple, Node] = {}
 
