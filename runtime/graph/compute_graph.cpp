@@ -791,7 +791,7 @@ void ComputeGraph::allocate() {
       std::memset(s.buffer->mapped(), 0, s.nbytes);
       continue;
     }
-    s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, MemoryUsage::Device);
+    s.buffer = std::make_unique<Buffer>(ctx_, s.nbytes, storage_usage(s));
     if ((s.is_input || s.is_output) && !s.buffer->mapped()) {
       s.staging = std::make_unique<Buffer>(
           ctx_, s.nbytes, s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback,
@@ -800,22 +800,32 @@ void ComputeGraph::allocate() {
   }
 }
 
+// Where a storage's buffer lives. Small inputs and outputs on a device whose memory the
+// host cannot map skip the staging copies: an execute of a small graph spends more on a
+// copy, and the barriers around it, than on its kernels (io_direct_kb).
+MemoryUsage ComputeGraph::storage_usage(const Storage& s) const {
+  if (!(s.is_input || s.is_output) || s.is_state) return MemoryUsage::Device;
+  if (ctx_.allocator().device_memory_mapped()) return MemoryUsage::Device;
+  if (s.nbytes > static_cast<VkDeviceSize>(settings_.io_direct_kb) * 1024) return MemoryUsage::Device;
+  return s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback;
+}
+
 // Out of memory is an error at load, before any buffer is made: the bytes the
 // program's buffers take in each memory heap (tensors, input and output staging,
 // the constants' staging for their upload) against what the heap has left.
 void ComputeGraph::check_memory_fits(const std::vector<bool>& used) const {
   Allocator& allocator = ctx_.allocator();
-  const uint32_t device_type = allocator.memory_type(MemoryUsage::Device);
-  const bool device_mapped = allocator.host_coherent(device_type);
+  const bool device_mapped = allocator.device_memory_mapped();
   const auto aligned = [](VkDeviceSize n) { return (std::max<VkDeviceSize>(n, 4) + 255) / 256 * 256; };
   std::map<uint32_t, VkDeviceSize> needed;  // heap -> bytes
   VkDeviceSize constant_staging = 0;
   for (size_t i = 0; i < storages_.size(); ++i) {
     const Storage& s = storages_[i];
     if (!used[i]) continue;
-    needed[allocator.heap_of(device_type)] += aligned(s.nbytes);
+    const MemoryUsage where = storage_usage(s);
+    needed[allocator.heap_of(allocator.memory_type(where))] += aligned(s.nbytes);
     if (device_mapped) continue;
-    if (s.is_input || s.is_output) {
+    if ((s.is_input || s.is_output) && where == MemoryUsage::Device) {
       const MemoryUsage usage = s.is_input ? MemoryUsage::Upload : MemoryUsage::Readback;
       needed[allocator.heap_of(allocator.memory_type(usage))] += aligned(s.nbytes);
     }

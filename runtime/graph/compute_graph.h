@@ -211,6 +211,7 @@ class ComputeGraph {
   void build_ops(const void* fb_graph);
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;
+  MemoryUsage storage_usage(const Storage& s) const;
   void upload_constants(const uint8_t* segment, size_t segment_size, const void* fb_graph);
   // State tensors without an initial constant, and add_zeroed_tensor's, start as zeros.
   void zero_state();

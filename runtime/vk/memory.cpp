@@ -70,6 +70,11 @@ Allocator::Allocator(Context& ctx) : ctx_(ctx) {
   if (const std::optional<int64_t> mb = process_settings().memory_limit_mb) {
     limit_ = static_cast<VkDeviceSize>(*mb) << 20;
   }
+  hide_device_mapping_ = process_settings().discrete_memory;
+}
+
+bool Allocator::device_memory_mapped() const {
+  return !hide_device_mapping_ && host_coherent(memory_type(MemoryUsage::Device));
 }
 
 uint32_t Allocator::heap_of(uint32_t type) const {
@@ -250,7 +255,8 @@ Allocation Allocator::allocate(const VkMemoryRequirements& req, MemoryUsage usag
   a.memory = block->memory;
   a.offset = offset;
   a.size = req.size;
-  a.mapped = block->mapped ? block->mapped + offset : nullptr;
+  const bool hidden = hide_device_mapping_ && usage == MemoryUsage::Device;
+  a.mapped = block->mapped && !hidden ? block->mapped + offset : nullptr;
   a.device_local = block->device_local;
   return a;
 }

@@ -62,6 +62,9 @@ class Allocator {
   uint32_t memory_type(MemoryUsage usage) const { return choose_type(~0u, usage); }
   uint32_t heap_of(uint32_t type) const;
   bool host_coherent(uint32_t type) const;
+  // Whether buffers of MemoryUsage::Device come mapped for the host (one memory for host
+  // and GPU, as lavapipe's and phones'), unless DISCRETE_MEMORY hides it.
+  bool device_memory_mapped() const;
   // Bytes that new buffers in `heap` can still get: free space in our blocks
   // there, and what the heap can still give (VK_EXT_memory_budget's budget less
   // its usage, else its size less our blocks), within VKDELEGATE_MEMORY_LIMIT_MB.
@@ -79,6 +82,7 @@ class Allocator {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;
   VkDeviceSize limit_ = 0;  // VKDELEGATE_MEMORY_LIMIT_MB in bytes; 0: none
+  bool hide_device_mapping_ = false;  // VKDELEGATE_DISCRETE_MEMORY
 };
 
 // "123456789 bytes (117.7 MiB)"
