@@ -680,6 +680,10 @@ _ENTRIES = [
         keep_undecomposed=True,
         kind="matmul", dtypes=FLOATS,
     ),
+    OpEntry("linear_act", (et_vk.vkd_linear_act.default,),
+            "et_vk.vkd_linear_act: a linear as above with relu, gelu or gelu_tanh applied as the product is "
+            "stored; made at preprocess from linear -> relu / gelu.",
+            check=_check_linear, kind="matmul", dtypes=FLOATS),
     OpEntry("bmm", (aten.bmm.default,), "3-D x 3-D, same batch.", kind="matmul", dtypes=FLOATS),
     OpEntry(
         "softmax",

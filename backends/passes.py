@@ -20,13 +20,16 @@ from .fuse_conv import fuse_conv
 from .attention_fusion import fuse_sdpa_kv_cache
 from .gguf_fusion import fuse_gguf_dequantize
 from .gguf_repack import repack_gguf
+from .linear_act_fusion import fuse_linear_activation
 from .linear_fusion import fuse_linears
+from .noop_copies import drop_noop_copies
 from .rope_fusion import fuse_rope, fuse_rope_kv_update
 from .torchao_fusion import fuse_torchao_quantized
 
 Pass = Callable[[ExportedProgram, Dict], None]
 
 PASSES: List[Pass] = [
+    drop_noop_copies,  # perf: expand / permute / slice copies that copy nothing (matmul's decomposition leaves them)
     fuse_q8ta,  # pt2e: dq -> conv2d | linear | add -> [relu] -> q into et_vk.vkd_q8ta_*
     fuse_torchao_quantized,  # qlinear: torchao dequantize -> linear | embedding into et_vk.vkd_*_qw
     fuse_gguf_dequantize,  # the wheel's GGUF weights: dequantize_gguf -> linear | embedding into et_vk.vkd_*_gguf
@@ -34,6 +37,7 @@ PASSES: List[Pass] = [
     # perf: batch norm into conv weights, [residual add +] relu/hardtanh/clamp into the conv;
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,
+    fuse_linear_activation,  # perf: a float linear's relu / gelu into its epilogue (et_vk.vkd_linear_act)
     fuse_linears,  # perf: [rms_norm +] quantized linears of one input [+ silu(a) * b | + residual] into one op
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope
     fuse_sdpa_kv_cache,  # perf: sdpa over transposed caches with a position mask into et_vk.vkd_sdpa_kv_cache

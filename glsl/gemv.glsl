@@ -16,6 +16,7 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
+#include "activation.glslh"
 
 shared float partial[gl_WorkGroupSize.x * gl_WorkGroupSize.y];
 
@@ -42,6 +43,6 @@ void main() {
   if (tx == 0 && n < p.N) {
     float v = p.alpha * partial[row];
     if (p.has_bias != 0) v += p.beta * float(bias_data[b * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
-    out_data[b * p.c_sb + m * p.N + n] = T(v);
+    out_data[b * p.c_sb + m * p.N + n] = T(activation(v, p.act));
   }
 }

@@ -19,6 +19,7 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
+#include "activation.glslh"
 
 const uint BK = 16;
 const uint TM = gl_WorkGroupSize.y * 4;
@@ -35,7 +36,7 @@ void store_row(int b, int m, int n, vec4 row) {
     if (n + j >= p.N) return;
     float v = p.alpha * row[j];
     if (p.has_bias != 0) v += p.beta * float(bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn]);
-    out_data[b * p.c_sb + m * p.N + n + j] = T(v);
+    out_data[b * p.c_sb + m * p.N + n + j] = T(activation(v, p.act));
   }
 }
 

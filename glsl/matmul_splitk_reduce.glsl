@@ -19,6 +19,7 @@ layout(set = 0, binding = 2) restrict readonly buffer Bias { float bias_data[]; 
 #define PARAMS_BINDING 3
 #define MATMUL_SPLITK_REDUCE
 #include "matmul_params.glslh"
+#include "activation.glslh"
 
 void main() {
   const int row_quads = (p.N + 3) / 4;
@@ -36,6 +37,9 @@ void main() {
     if (p.has_bias != 0) {
       for (int j = 0; j < 4; ++j) acc[j] += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
     }
+    if (p.act != 0) {
+      for (int j = 0; j < 4; ++j) acc[j] = activation(acc[j], p.act);
+    }
     out4[o >> 2] = acc;
     return;
   }
@@ -44,6 +48,6 @@ void main() {
     for (int s = 1; s < p.splits; ++s) acc += part_data[s * slice + o + j];
     acc *= p.alpha;
     if (p.has_bias != 0) acc += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
-    out_data[o + j] = acc;
+    out_data[o + j] = activation(acc, p.act);
   }
 }

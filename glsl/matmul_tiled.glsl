@@ -64,6 +64,7 @@ layout(set = 0, binding = 2) restrict readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 3) restrict readonly buffer Bias { float bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
+#include "activation.glslh"
 
 const uint WX = gl_WorkGroupSize.x;
 const uint WY = gl_WorkGroupSize.y;
@@ -173,6 +174,9 @@ void store4(int b, int m, int n, vec4 v) {
   v *= p.alpha;
   const int o = b * p.c_sb + m * p.N + n;
   if (p.has_bias == 0 && p.aligned != 0 && n + 3 < p.N) {
+    if (p.act != 0) {
+      for (int j = 0; j < 4; ++j) v[j] = activation(v[j], p.act);
+    }
     out4[o >> 2] = v;
     return;
   }
@@ -180,7 +184,7 @@ void store4(int b, int m, int n, vec4 v) {
     if (n + j >= p.N) return;
     float x = v[j];
     if (p.has_bias != 0) x += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
-    out_data[o + j] = x;
+    out_data[o + j] = activation(x, p.act);
   }
 }
 

@@ -63,6 +63,26 @@ conv2d_clamp = define(
     _conv2d_clamp_reference)
 
 
+_ACTIVATIONS = {
+    "relu": torch.relu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+}
+LINEAR_ACTIVATIONS = tuple(_ACTIVATIONS)
+
+
+def _linear_act_reference(input, weight, bias, activation):
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}: one of {LINEAR_ACTIVATIONS}")
+    return _ACTIVATIONS[activation](torch.nn.functional.linear(input, weight, bias))
+
+
+# A float linear with an activation after it (relu, gelu, gelu_tanh), applied in the matrix
+# product's epilogue; backends/linear_act_fusion.py makes it from linear -> relu / gelu.
+linear_act = define("vkd_linear_act(Tensor input, Tensor weight, Tensor? bias, str activation) -> Tensor",
+                    _linear_act_reference)
+
+
 def _rope_reference(x, cos, sin):
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)

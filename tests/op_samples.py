@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp, rope, rope_kv_update, sdpa_kv_cache
+from vkdelegate.quant.library import conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache
 
 
 @dataclass(frozen=True)
@@ -244,6 +244,35 @@ def _linear_samples() -> List[SampleCase]:
         SampleCase("tiled_2x1030x13_to_2049", torch.nn.Linear(13, 2049, bias=False), (_values(2, 1030, 13),)),
         # split K by default (77 tokens, a batch-1 transformer projection), K unaligned.
         SampleCase("splitk_77x1030_to_1024", torch.nn.Linear(1030, 1024), (_values(77, 1030),)),
+    ]
+
+
+class LinearAct(torch.nn.Module):
+    def __init__(self, linear: torch.nn.Linear, activation: str):
+        super().__init__()
+        self.linear, self.activation = linear, activation
+
+    def forward(self, x):
+        return linear_act.default(x, self.linear.weight, self.linear.bias, self.activation)
+
+
+@_seeded
+def _linear_act_samples() -> List[SampleCase]:
+    nan_row = _values(3, 13)
+    nan_row[1, 4] = float("nan")  # relu keeps NaN, as torch.relu does
+    return [
+        SampleCase("relu_gemv_1x13_to_33", LinearAct(torch.nn.Linear(13, 33), "relu"), (_values(1, 13),)),
+        SampleCase("relu_nan_3x13_to_9", LinearAct(torch.nn.Linear(13, 9), "relu"), (nan_row,)),
+        SampleCase("gelu_rank3_no_bias", LinearAct(torch.nn.Linear(13, 9, bias=False), "gelu"),
+                   (_values(2, 5, 13, scale=4.0),)),
+        SampleCase("gelu_tanh_8x64_to_256", LinearAct(torch.nn.Linear(64, 256), "gelu_tanh"), (_values(8, 64),)),
+        # matmul_tiled.glsl: the 16-byte store without bias, the scalar store with it.
+        SampleCase("relu_tiled_no_bias", LinearAct(torch.nn.Linear(12, 2056, bias=False), "relu"),
+                   (_values(2052, 12),)),
+        SampleCase("gelu_tiled_bias_unaligned", LinearAct(torch.nn.Linear(13, 2049), "gelu"), (_values(1030, 13),)),
+        # split K: the activation in the reduce, after the slices are summed.
+        SampleCase("relu_splitk_77x1030_to_1024", LinearAct(torch.nn.Linear(1030, 1024), "relu"),
+                   (_values(77, 1030),)),
     ]
 
 
@@ -1462,6 +1491,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "mm": _mm_samples,
     "addmm": _addmm_samples,
     "linear": _linear_samples,
+    "linear_act": _linear_act_samples,
     "bmm": _bmm_samples,
     "softmax": _seeded(lambda: _softmax_cases(torch.softmax)),
     "log_softmax": _seeded(lambda: _softmax_cases(torch.log_softmax)),

@@ -105,8 +105,9 @@ def test_mlp_export_info_run_bench(cli, mlp_pte, tmp_path):
 
     info = _ok(cli("info", path))
     assert "1 delegate call(s) (1 VkDelegateBackend), 0 CPU kernel call(s)" in info
-    assert "memory plan on" in info and "6 dispatches" in info
-    assert "op #0 (aten.linear.default)" in info  # each dispatch with the shader it runs here
+    # three linears, the first two with their relu in the epilogue, and the log_softmax
+    assert "memory plan on" in info and "4 dispatches" in info
+    assert "op #0 (et_vk.vkd_linear_act.default)" in info  # each dispatch with the shader it runs here
 
     model, (x,) = MODELS["mlp"]()
     torch.save((x,), tmp_path / "x.pt")
@@ -204,7 +205,7 @@ def test_transformer_block_dynamic_export_and_html_chart(capsys, tmp_path):
                              "--profile-runs", 1, "--chart", page)
     assert status == 0, err
     assert "inputs float32[2, 5, 128]" in out
-    assert _check_html(page, "linear", "gelu", "layer_norm").tags.count("rect") >= 5
+    assert _check_html(page, "linear", "vkd_linear_act", "layer_norm").tags.count("rect") >= 5
     status, out, err = _main(capsys, "info", path)
     assert status == 0, err
     assert "dispatches:" in out and "aten.native_layer_norm.default" in out

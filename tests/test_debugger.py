@@ -121,7 +121,7 @@ class Chain(torch.nn.Module):
 
     def forward(self, x):
         h = x.reshape(x.shape[0], -1)  # sym_size and a SymInt[] argument
-        h = torch.nn.functional.gelu(self.lin1(h))
+        h = torch.nn.functional.gelu(self.lin1(h))  # one et_vk.vkd_linear_act (linear_act_fusion.py)
         return torch.softmax(self.lin2(self.norm(h)), -1)
 
 
@@ -182,7 +182,7 @@ def test_debugger_finds_no_divergence_without_a_fault(chain_pte):
 
 
 @pytest.mark.xdist_group("debugger-chain")
-@pytest.mark.parametrize("op_name", ["aten.gelu.default", "aten.native_layer_norm.default"])
+@pytest.mark.parametrize("op_name", ["et_vk.vkd_linear_act.default", "aten.native_layer_norm.default"])
 def test_debugger_names_the_planted_fault(chain_pte, op_name):
     """A fault planted in one op's kernel (its output overwritten on the GPU before its readers
     run, so every later op diverges too) is reported at that op, with its shader."""
@@ -209,13 +209,13 @@ def test_debug_command(chain_pte, capsys):
     from vkdelegate.cli.main import main
 
     planted = [call.name for call in ReferenceGraph(delegate_blob(chain_program()[1])).graph.chain].index(
-        "aten.gelu.default")
+        "et_vk.vkd_linear_act.default")
     assert main(["debug", chain_pte, "--inputs", "3x4x4"]) == 0
     assert "every output within tolerance" in capsys.readouterr().out
     with vkdelegate.runtime.overrides(DEBUG_PERTURB_OP=planted):
         assert main(["debug", chain_pte, "--inputs", "3x4x4"]) == 1
     out = capsys.readouterr().out
-    assert f"op #{planted} aten.gelu.default" in out and "max abs error" in out
+    assert f"op #{planted} et_vk.vkd_linear_act.default" in out and "max abs error" in out
 
 
 class CpuOpBetween(torch.nn.Module):

@@ -16,21 +16,22 @@ BACKEND = "VkDelegateBackend"
 pytestmark = pytest.mark.xdist_group("etdump")
 
 
-class LinearReluCumsumMul(torch.nn.Module):
-    """Two delegates around a CPU op: [linear, relu] -> cumsum (not in the registry) -> [mul]."""
+class LinearSigmoidCumsumMul(torch.nn.Module):
+    """Two delegates around a CPU op: [linear, sigmoid] -> cumsum (not in the registry) -> [mul]
+    (a sigmoid: a relu would go into the linear, linear_act_fusion.py)."""
 
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(16, 32)
 
     def forward(self, x):
-        return torch.cumsum(torch.relu(self.fc(x)), 1) * 2
+        return torch.cumsum(torch.sigmoid(self.fc(x)), 1) * 2
 
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory):
     torch.manual_seed(0)
-    model = LinearReluCumsumMul().eval()
+    model = LinearSigmoidCumsumMul().eval()
     x = torch.randn(4, 16)
     edge = to_edge_transform_and_lower(torch.export.export(model, (x,)), partitioner=[VulkanPartitioner()],
                                        generate_etrecord=True)
@@ -69,7 +70,7 @@ def test_one_event_per_dispatch_named_by_op_and_shader(traced):
         expected += [delegate_event_key(call.name, i) + " " + shader
                      for i, (call, shader) in enumerate(zip(graph.chain, shaders))]
     assert [e.name for e in events] == expected
-    assert [e.name.split(" (")[0] for e in events] == ["aten.linear.default", "aten.relu.default", "aten.mul.Tensor"]
+    assert [e.name.split(" (")[0] for e in events] == ["aten.linear.default", "aten.sigmoid.default", "aten.mul.Tensor"]
 
 
 def test_debug_handles_reach_the_aten_nodes(traced):

@@ -1,5 +1,6 @@
 """The C++ runner loads a .pte without Python and times it."""
 import os
+import re
 import subprocess
 
 import torch
@@ -113,6 +114,19 @@ def test_runner_runs_raw_blobs_and_names_a_bad_one(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(lines) == 2 and ": ran (2 inputs, 1 outputs" in lines[0], r.stdout
     assert "b_cut.blob: rejected: delegate blob is" in lines[1], r.stdout
+
+
+def test_runner_submit_probe_times_a_bare_submit(tmp_path):
+    """--submit-probe: what every execute pays before any program (a submit and the wait for its
+    fence), empty and with the two barriers every recording has; no program with it."""
+    r = run_runner("--submit-probe", "--iters", "20", "--warmup", "2")
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("submit and wait")]
+    assert len(lines) == 2 and "empty command buffer" in lines[0] and "two barriers" in lines[1], r.stdout
+    for line in lines:
+        low, median = (float(v) for v in re.findall(r"(?:min|median) ([\d.]+) us", line))
+        assert 0 < low <= median, line
+    assert run_runner("--submit-probe", "--model", str(tmp_path / "x.pte")).returncode == 2
 
 
 def test_runner_flush_l2_times_kernels_without_the_flush(tmp_path):

@@ -33,7 +33,7 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
 // tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
 void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
                        const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, int32_t group_m,
-                       int64_t splits) {
+                       int64_t splits, Activation act) {
   const Problem planned = shape(g, ids);
   const int part = g.add_scratch_tensor(DType::Float32, {splits * planned.p.batch * planned.p.M * planned.p.N});
   const uint32_t bk = shader.find("tiled16") != std::string::npos ? 16 : 8;
@@ -57,19 +57,21 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
              });
   const int bias = ids[2], out = ids[3];
   g.add_node(g.current_op(), "matmul_splitk_reduce_f32", kLocal1D, {out, part, bias >= 0 ? bias : part},
-             [ids, shape, alpha, beta, splits](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, splits, act](ComputeGraph& g, Node& node) {
                const Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                MatmulSplitkReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
                               pr.p.bias_sb, pr.p.bias_sm, pr.p.bias_sn, beta == 0.f ? 0 : pr.p.has_bias,
-                              alpha, beta, pr.p.N % 4 == 0, 0};
+                              alpha, beta, pr.p.N % 4 == 0, static_cast<int32_t>(act)};
                node.set_params(r);
                node.set_groups_1d(int64_t{pr.p.batch} * pr.p.M * ((pr.p.N + 3) / 4), kLocal1D[0]);
              });
 }
 
-// ids: a, b, bias (or -1), out
-void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta) {
+// ids: a, b, bias (or -1), out. act: an activation after the bias, in the kernel's epilogue
+// (the cooperative-matrix kernels have none: a dispatch of its own after them).
+void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta,
+                Activation act = Activation::None) {
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
   require_float_same(g, {a, b, bias, out});
   // The kernel from the planned (largest) sizes (matmul_choice.cpp).
@@ -90,17 +92,26 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
       choice.kernel == MatmulKernel::Tiled || choice.kernel == MatmulKernel::Coop ? choice.group_m : 0;
   const bool coop2 = choice.coop2;
   if (choice.splits > 1) {
-    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits);
+    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, act);
     return;
+  }
+  // A kernel without the epilogue activation writes a scratch tensor; the activation follows.
+  Activation separate = Activation::None;
+  if (act != Activation::None && (choice.kernel == MatmulKernel::Coop || coop2)) {
+    separate = act;
+    act = Activation::None;
+    const Sizes max_sizes = g.tensor(out).max_sizes;  // a copy: the call appends a value
+    ids[3] = g.add_scratch_tensor(g.tensor(out).dtype, max_sizes);
   }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
-             {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2](ComputeGraph& g, Node& node) {
+             {ids[3], a, b, bias >= 0 ? bias : a},
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, act](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                pr.p.alpha = alpha;
                pr.p.beta = beta;
+               pr.p.act = static_cast<int32_t>(act);
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
                pr.p.aligned = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
                pr.p.group_m = group_m;
@@ -123,6 +134,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                               static_cast<uint32_t>(pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0) node.groups = {0, 0, 0};
              });
+  if (separate != Activation::None) add_activation(g, ids[3], out, separate);
 }
 
 void check_k(ComputeGraph& g, int64_t ka, int64_t kb, const Tensor& a, const Tensor& b) {
@@ -209,6 +221,12 @@ VKD_REGISTER_OPS(register_matmul_ops) {
   register_op("aten.linear.default", [](ComputeGraph& g, const OpArgs& a) {
     const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
     add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f);
+  });
+  // et_vk.vkd_linear_act(input, weight, bias, activation): the activation in the epilogue
+  register_op("et_vk.vkd_linear_act.default", [](ComputeGraph& g, const OpArgs& a) {
+    const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
+    add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f,
+               activation_named(g, g.get_string(a.at(3))));
   });
 }
 

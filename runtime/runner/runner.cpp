@@ -85,6 +85,7 @@ struct Options {
   std::string tokenizer;           // --tokenizer tokenizer.json (or its directory)
   std::string prompt_text;         // --prompt "text" (encoded with --tokenizer)
   bool prompt_text_given = false;
+  bool submit_probe = false;       // --submit-probe: what a submit and its wait cost, no program
 };
 
 #ifdef VKD_RUNNER_HAS_TOKENIZER
@@ -106,7 +107,8 @@ void usage() {
                "                         [--warmup N] [--profile] [--json FILE]\n"
                "       vkdelegate_runner --model LLM.pte --tokenizer tokenizer.json --prompt TEXT --generate M\n"
                "                         [--warmup N] [--profile] [--json FILE]%s\n"
-               "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n",
+               "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n"
+               "       vkdelegate_runner --submit-probe [--iters N]\n",
                kTokenizerNote);
 }
 
@@ -184,6 +186,8 @@ bool parse(int argc, char** argv, Options& o) {
       const char* v = next("--tokenizer"); if (!v) return false; o.tokenizer = v;
     } else if (a == "--prompt") {
       const char* v = next("--prompt"); if (!v) return false; o.prompt_text = v; o.prompt_text_given = true;
+    } else if (a == "--submit-probe") {
+      o.submit_probe = true;
     } else if (a == "-h" || a == "--help") {
       return false;
     } else {
@@ -214,7 +218,7 @@ bool parse(int argc, char** argv, Options& o) {
     std::fprintf(stderr, "--flush-l2 times kernels: it needs --profile\n");
     return false;
   }
-  return o.model.empty() != o.blobs.empty();
+  return o.submit_probe ? o.model.empty() && o.blobs.empty() : o.model.empty() != o.blobs.empty();
 }
 
 double median(std::vector<double> v) {
@@ -346,6 +350,40 @@ std::string json_string(const std::string& s) {
     if (static_cast<unsigned char>(c) >= 0x20) r += c;
   }
   return r + "\"";
+}
+
+// --submit-probe: the part of every execute no program changes: submitting a command buffer
+// and waiting for its fence (polled, as executes are), for an empty command buffer and for
+// one holding a compute -> compute barrier and a compute -> host barrier, as every recording
+// has. Median and min over --iters submits.
+int run_submit_probe(vkd::Context& ctx, const Options& opt) {
+  vkd::CommandStream stream(ctx);
+  auto barrier = [](VkCommandBuffer cmd, VkPipelineStageFlags dst, VkAccessFlags dst_access) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    b.dstAccessMask = dst_access;
+    vkd::vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+  };
+  for (int with_barriers = 0; with_barriers < 2; ++with_barriers) {
+    VkCommandBuffer cmd = stream.begin();
+    if (with_barriers) {
+      barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      barrier(cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    }
+    stream.end();
+    std::vector<double> us;
+    for (int it = 0; it < opt.warmup + opt.iters; ++it) {
+      const auto t0 = std::chrono::steady_clock::now();
+      stream.submit_and_wait();
+      const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (it >= opt.warmup) us.push_back(t);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("submit and wait, %s: min %.1f us, median %.1f us over %d submits\n",
+                with_barriers ? "two barriers (compute -> compute, compute -> host)" : "empty command buffer",
+                us.front(), us[us.size() / 2], opt.iters);
+  }
+  return 0;
 }
 
 // --blob: each blob through ComputeGraph::load, then warmup + iters executes on
@@ -784,6 +822,7 @@ int main(int argc, char** argv) {
   }
   std::printf("device: %s (%s, Vulkan %u.%u)\n", ctx->info().name.c_str(), ctx->info().type.c_str(),
               VK_API_VERSION_MAJOR(ctx->info().api_version), VK_API_VERSION_MINOR(ctx->info().api_version));
+  if (opt.submit_probe) return run_submit_probe(*ctx, opt);
   if (!opt.blobs.empty()) return run_blobs(opt);
 
   auto loader = FileDataLoader::from(opt.model.c_str());
