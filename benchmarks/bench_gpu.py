@@ -517,7 +517,7 @@ def markdown(meta, rows):
     runs = _runs_column(rows)
     if runs:  # combine_results.py of several runs: the run column says where each row came from
         lines.append("Runs (the table's run column): " + "; ".join(
-            f"{r['run']}: `{r['command']}` ({r['date']})" for r in meta["runs"]) + ".")
+            f"{r['run']}: `{r['command']}` ({r['date']})" for r in meta.get("runs", [])) + ".")
     run_head, run_rule = (" run |", "---|") if runs else ("", "")
 
     def run_cell(r):

@@ -17,6 +17,7 @@ model definitions. Prints the command to run on the GPU machine.
     python benchmarks/make_bundle.py --full-table         # every bundle of the full table:
         # benchmarks/bundle_table_1..N, sized from estimates made before any export
     python benchmarks/make_bundle.py --full-table --dry-run   # the plan only
+    python benchmarks/make_bundle.py --refresh-tools      # runner and scripts anew, .pte kept
 """
 import argparse
 import json
@@ -135,7 +136,7 @@ def estimate_case(kind, name, options):
         half = fp16 or t.dtype == torch.float16
         batch_norm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
         size += t.numel() * (2 if half else 4) * COMPRESSION[("fp16" if half else "fp32", batch_norm)]
-    size = int(size) + 20_000  # the program, shaders' names, tensor metadata
+    size = int(size) + 1000  # the program: ops, tensor metadata (larger models' is in MARGIN)
     if kind == "model":
         base = name[: -len("_fp16")] if fp16 else name
         return size, MODEL_S[base] + COMPILE_S[base]
@@ -310,6 +311,22 @@ def full_table(dry_run):
           + " && python benchmarks/update_readme.py")
 
 
+def refresh_tools():
+    """make_bundle.py --refresh-tools: the runner, libraries, scripts and model code of every
+    benchmarks/bundle_table_K again, .pte files kept (after a runtime-only change: the .pte files
+    hold the AOT side's output, which a runtime change leaves as it was)."""
+    bundles = sorted(d for d in os.listdir(HERE) if d.startswith("bundle_table_") and d[13:].isdigit())
+    if not bundles:
+        sys.exit("no benchmarks/bundle_table_K: make them with --full-table")
+    budget = LIMIT - travelling_bytes() - 2**20
+    for d in bundles:
+        out = os.path.join(HERE, d)
+        copy_tools(out)
+        compress_large_files(out)
+        size = folder_bytes(out)
+        print(f"{d}: {size / 2**20:.1f} MiB" + ("" if size <= budget else f", OVER the {budget / 2**20:.1f} MiB"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", nargs="*", default=sorted(MICRO))
@@ -325,7 +342,11 @@ def main():
     ap.add_argument("--full-table", action="store_true",
                     help="every bundle of the full table (benchmarks/bundle_table_K; the options above do not apply)")
     ap.add_argument("--dry-run", action="store_true", help="with --full-table: print the plan, export nothing")
+    ap.add_argument("--refresh-tools", action="store_true",
+                    help="new runner, libraries and scripts in the bundle_table_K folders, their .pte kept")
     args = ap.parse_args()
+    if args.refresh_tools:
+        return refresh_tools()
     if args.full_table:
         return full_table(args.dry_run)
 
