@@ -418,7 +418,8 @@ def main():
         if left < 30:
             row["compile_error"] = f"not run: the run's --time-budget of {args.time_budget:.0f} s was spent"
         else:
-            row.update(run_compile(row["name"], args.iters, min(args.compile_timeout, left - 10)))
+            iters = FLOOR_ITERS if row["kind"] == "floor" else args.iters
+            row.update(run_compile(row["name"], iters, min(args.compile_timeout, left - 10)))
             finish_model_row(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("profile", "compile_log")}), flush=True)
         save()
