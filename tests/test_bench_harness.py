@@ -202,6 +202,10 @@ def test_full_table_plan_fits_every_bundle_or_refuses_up_front():
         assert 4 * mib + sum(c[3] for c in b) * make_bundle.MARGIN <= 60 * mib
         assert 40 + sum(c[4] for c in b) <= 480
     assert [c[1] for c in bundles[1]] == sorted((c[1] for c in bundles[1]), key=[c[1] for c in cases].index)
+    # the cases named first go into the first bundle, the others as before
+    firsts = make_bundle.plan_bundles(cases, 60 * mib, 4 * mib, limit_s=480, bundle_s=40, first=["k19", "k0", "mid"])
+    assert {"k19", "k0", "mid"} <= {c[1] for c in firsts[0]} and len(firsts) == 2
+    assert sorted(c[1] for b in firsts for c in b) == sorted(c[1] for c in cases)
     # time alone splits too: 8 cases of 100 s in runs of at most 480 s
     assert len(make_bundle.plan_bundles([("model", f"m{i}", None, mib, 100) for i in range(8)], 60 * mib, 0,
                                         limit_s=480, bundle_s=40)) == 2
