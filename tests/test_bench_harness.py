@@ -227,3 +227,24 @@ def test_size_estimate_holds_for_a_real_compressed_pte():
         assert delegates == 1 and not on_cpu and seconds > 0
         actual = len(lzma.compress(pte, preset=6))
         assert estimate / 2 - 1000 <= actual <= estimate, (name, actual, estimate)  # 1000: the program's own
+
+
+def test_bundle_manifest_says_how_each_case_is_run(tmp_path):
+    import make_bundle
+
+    out = tmp_path / "bundle_table_1"
+    cases = [("micro", "conv3x3_fp16_odd_s2_b2", None), ("model", "mlp_fp16", {"force_fp16": True}),
+             ("floor", "add16", None)]
+    size = make_bundle.build_bundle(str(out), cases, True, False, "python benchmarks/make_bundle.py --full-table",
+                                    "bash benchmarks/bundle_table_1/run_gpu.sh $OUT/1", {"bundle": 1, "bundles": 4})
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["command"] == "bash benchmarks/bundle_table_1/run_gpu.sh $OUT/1" and manifest["bundles"] == 4
+    assert manifest["cases"] == [
+        {"name": "conv3x3_fp16_odd_s2_b2", "kind": "micro", "pte": "conv3x3_fp16_odd_s2_b2.pte", "weights": "bf16_rounded"},
+        {"name": "mlp_fp16", "kind": "model", "pte": "mlp_fp16.pte", "weights": "bf16_rounded", "model": "mlp",
+         "fp16": True},
+        {"name": "add16", "kind": "floor", "pte": "add16.pte"}]  # no weights to round
+    for name in ("vkdelegate_runner", "bench_gpu.py", "cases.py", "run_gpu.sh", "gpu_vulkan.sh", "models/mlp.py",
+                 "add16.pte", "mlp_fp16.pte"):
+        assert (out / name).is_file(), name
+    assert size == make_bundle.folder_bytes(str(out))
