@@ -223,3 +223,24 @@ def make_periodic(module, period=96):
                 w = m.weight
                 w.copy_(w[:period].repeat((w.shape[0] + period - 1) // period, 1)[: w.shape[0]])
     return module
+
+
+# The per-execute floor (issue 19): a one-op program, add of two 16-element tensors, timed
+# whole-call from the host (ours: inputs in, execute, output out), against PyTorch's same add.
+FLOOR_CASE = "add16"
+FLOOR = {FLOOR_CASE: lambda: (Add(), tuple(_f32(2, 16)))}  # two different rows: a swapped input shows
+
+# The full table (make_bundle.py --full-table): every micro case, the quantized linears of the
+# 4-bit bars, every model fp32 and fp16, and the floor.
+FULL_TABLE_QUANT = ["linear_int4_g32_4096x4096_m1", "linear_8da4w_g32_4096x4096_m1", "linear_int4_g32_4096x4096_m4",
+                    "linear_8da4w_g32_4096x4096_m4", "linear_int4_g32_4096x11008_m1", "linear_int4_g32_11008x4096_m1",
+                    GEMV_BAR_CASE]
+BAR_MODELS = ["mlp", "transformer_block", "llama", "mobilenet_v2", "resnet18", "resnet50", "vit_tiny", "unet"]
+
+# Issue 19's bars. Models: ours / best of (CUDA graph, torch.compile) at most MODEL_BAR, for each
+# of BAR_MODELS fp32 and fp16. Floor: at most FLOOR_BAR_US. Kernels: PyTorch time / ours (warm;
+# flushed shown beside) at least the bar: (case, bar, PyTorch's library).
+MODEL_BAR = 1.0
+FLOOR_BAR_US = 15.0
+KERNEL_BARS = [("mm_fp16_4096", 0.5, "cuBLAS"), ("bmm_fp16_3x1000x1024x1032", 0.8, "cuBLAS"),
+               ("linear_fp16_3x77x1000_1234", 0.8, "cuBLAS"), ("conv3x3_128c_28_b32", 0.8, "cuDNN")]

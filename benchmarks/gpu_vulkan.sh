@@ -15,6 +15,16 @@ tools=/tmp/vktools
 mkdir -p "$tools"
 if [ -d "$root/.gltools" ]; then
   for f in "$root"/.gltools/*.deb; do dpkg -x "$f" "$tools"; done
+  # vulkaninfo links libraries the GPU machine lacks (libwayland-client.so.0, X11's): Debian 12's,
+  # seen by vulkaninfo alone through a wrapper, so that Python and torch keep the system's.
+  if [ -d "$root/.gltools/vulkaninfo_libs" ]; then
+    for f in "$root"/.gltools/vulkaninfo_libs/*.deb; do dpkg -x "$f" "$tools/vulkaninfo_libs"; done
+  fi
+  mkdir -p "$tools/bin"
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s:${LD_LIBRARY_PATH:-} exec %s "$@"\n' \
+    "$tools/vulkaninfo_libs/usr/lib/x86_64-linux-gnu" "$tools/usr/bin/vulkaninfo" > "$tools/bin/vulkaninfo"
+  chmod +x "$tools/bin/vulkaninfo"
+  export PATH=$tools/bin:$PATH
 fi
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json

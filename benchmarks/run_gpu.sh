@@ -6,7 +6,10 @@
 # Sets up Vulkan (gpu_vulkan.sh: the loader from .gl2, tools and validation layer from .gltools),
 # then times vkdelegate (the C++ runner) and PyTorch CUDA on the same GPU.
 set -euo pipefail
+export PYTHONUNBUFFERED=1  # progress shows in the device tool's output tail
 out=${1:?usage: run_gpu.sh OUT_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)  # the scripts below run in the bundle's folder
 source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 # make_bundle.py --compress: unpack what travelled xz-compressed.
@@ -23,5 +26,7 @@ if [ "${2:-}" = soak ]; then
 elif [ "${2:-}" = llm ]; then
   python3 bench_llm.py --out "$out" "${@:3}"
 else
+  # The device as Vulkan sees it, beside the results (vulkaninfo travels in .gltools, optional).
+  if command -v vulkaninfo >/dev/null; then vulkaninfo --summary > "$out/vulkaninfo.txt" 2>&1 || true; fi
   python3 bench_gpu.py --out "$out" "${@:2}"
 fi
