@@ -13,7 +13,7 @@ set -uo pipefail
 out=${1:?usage: sweep_coopmm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(w:8 w2:8 l64:8 h:8 m:8 mk2:8 mk4:8 mk4b:8 hk2:8 qk2:8)
+[ ${#configs[@]} -eq 0 ] && configs=(w:8 w2:8 l64:8 h:8 m:8 mk2:8 mk4:8 mk4b:8 mk4d:8)
 source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 python3 - <<'PY'

@@ -26,11 +26,8 @@ FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2", "ks")
 # c2_l, c2_l64, c2_w: 128 x 128 (BK 32, 64) and 128 x 256 on matmul_coop2.glsl.
 # K split within the workgroup, for products of too few tiles to fill the GPU (the
 # K loop's latency is their time): mk2, mk4: m's 64 x 64 tile with 2, 4 groups of
-# its 4 warps (BK 64), mk4b, mk2b the same with BK 128, mk4bp2 mk4b with PREFETCH=2,
-# mk4d, mk2d mk4, mk2 with two shared buffers;
-# nk4, tk4: 32 x 64 and 64 x 32 tiles, 2 warps of 32 x 32, 4 groups (BK 128); hk2:
-# h's 128 x 64 with 2 (BK 64); qk2: q's 128 x 128 (4 warps of 64 x 64) with 2 (BK 64,
-# one buffer).
+# its 4 warps (BK 64, one buffer), mk4b: mk4 with BK 128, mk4d: mk4 with two buffers.
+# (benchmarks/results/coopmm_splitk_h100_2026-11-25.md has the others tried.)
 #          name      wm wn fm fn stages bk prefetch coop2 ks
 TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
          ("lt",      4, 2, 2, 4, 2, 32, 1, False, 1),
@@ -54,14 +51,7 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
          ("mk2",     2, 2, 2, 2, 1, 64, 1, False, 2),
          ("mk4",     2, 2, 2, 2, 1, 64, 1, False, 4),
          ("mk4b",    2, 2, 2, 2, 1, 128, 1, False, 4),
-         ("hk2",     2, 2, 4, 2, 1, 64, 1, False, 2),
-         ("qk2",     2, 2, 4, 4, 1, 64, 1, False, 2),
-         ("mk2b",    2, 2, 2, 2, 1, 128, 1, False, 2),
-         ("mk4bp2",  2, 2, 2, 2, 1, 128, 2, False, 4),
-         ("nk4",     1, 2, 2, 2, 1, 128, 1, False, 4),
-         ("tk4",     2, 1, 2, 2, 1, 128, 1, False, 4),
-         ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4),
-         ("mk2d",    2, 2, 2, 2, 2, 64, 1, False, 2)]
+         ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4)]
 
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"
