@@ -4,13 +4,16 @@
 # bench_gpu.py on the bundle (default kernel choice, PyTorch CUDA, max_rel_err), then
 # the runner alone on the fp16 mm .pte files with each VKDELEGATE_COOPMM_TILE variant
 # (CONFIG tile[:group], group = VKDELEGATE_COOPMM_GROUP) and matmul.glsl
-# (VKDELEGATE_NO_COOPMAT=1), GPU time per run. SWEEP_PTES picks the .pte files;
-# SWEEP_PTES=none runs bench_gpu.py alone, SWEEP_BENCH=0 the sweep alone.
+# (VKDELEGATE_NO_COOPMAT=1), GPU time per run, and the driver's statistics of the
+# kernel that ran (registers, shared memory). SWEEP_PTES picks the .pte files;
+# SWEEP_PTES=none runs bench_gpu.py alone, SWEEP_BENCH=0 the sweep alone; SWEEP_IR=DIR
+# also writes the kernels' internal representations where the driver gives them;
+# SWEEP_RUNNER=PATH runs another build's runner (to compare two builds in one run).
 set -uo pipefail
 out=${1:?usage: sweep_coopmm.sh OUT [CONFIGS...]}
 shift
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(w:8 l64:8 c2_l:8 c2_l:0 c2_l64:8 c2_w:8)
+[ ${#configs[@]} -eq 0 ] && configs=(w:8 w2:8 l64:8 h:8 m:8 mk2:8 mk4:8 mk4b:8 mk4d:8)
 source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 python3 - <<'PY'
@@ -27,13 +30,16 @@ flops() { python3 -c "import sys; print(f'{$1 / ($2 * 1e6):.1f}')"; }
 sweep() {  # pte work label env...
   local pte=$1 work=$2 label=$3
   shift 3
-  env "$@" ./vkdelegate_runner --model "$pte" --iters 20 --warmup 5 --profile --json /tmp/r.json > /tmp/r.txt 2>&1 \
-    || { echo "$pte $label: FAILED $(tail -c 300 /tmp/r.txt)"; return; }
+  local ir=()
+  [ -n "${SWEEP_IR:-}" ] && ir=(--pipeline-ir "$SWEEP_IR/${pte%.pte}.$(echo "$label" | tr -c 'A-Za-z0-9.\n' _)")
+  env "$@" "${SWEEP_RUNNER:-./vkdelegate_runner}" --model "$pte" --iters 20 --warmup 5 --profile --pipeline-stats "${ir[@]}" \
+    --json /tmp/r.json > /tmp/r.txt 2>&1 || { echo "$pte $label: FAILED $(tail -c 300 /tmp/r.txt)"; return; }
   local us
   us=$(python3 -c "import json; print(json.load(open('/tmp/r.json'))['gpu_us'])")
   echo "$pte $label: $us us, $(flops "$work" "$us") TF/s"
+  grep '^kernel matmul' /tmp/r.txt | sed 's/^/    /'
 }
-for pte in ${SWEEP_PTES:-mm_fp16_4096 mm_fp16_1000x777x1500 bmm_fp16_3x1000x1024x1032}; do
+for pte in ${SWEEP_PTES:-mm_fp16_4096 mm_fp16_1000x777x1500 bmm_fp16_3x1000x1024x1032 linear_fp16_3x77x1000_1234}; do
   [ -f $pte.pte ] || continue
   case $pte in
     mm_fp16_4096) work=$((2 * 4096 * 4096 * 4096)) ;;

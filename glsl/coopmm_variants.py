@@ -8,12 +8,13 @@ tests/test_coopmm.py and tests/test_qlinear_coop.py read it too.
 
 A tile is BM x BN = (WM*FM*16) x (WN*FN*16) in WM x WN warps of FM x FN 16 x 16
 accumulators; STAGES shared buffers (1 for tiles whose two would not fit 48 KiB);
-BK the K step; PREFETCH=2 keeps two steps in flight in registers. COOP2 tiles run
+BK the K step; PREFETCH=2 keeps two steps in flight in registers; KS > 1 splits each
+K step among KS groups of WM x WN warps (coopmat_tile.glslh: KSPLIT). COOP2 tiles run
 on matmul_coop2.glsl (VK_NV_cooperative_matrix2; the driver owns their shared
 memory, so STAGES is 0), named c2_<its variant>.
 """
 
-FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2")
+FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2", "ks")
 
 # l: 128 x 128, 8 warps of 64 x 32 (4 x 2 accumulators), two shared buffers;
 # lt: the same tile, warps of 32 x 64; l1, lt1: l, lt with one shared buffer (fit
@@ -23,26 +24,34 @@ FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2")
 # l2, l64p2: w, wt, l1, l64 with PREFETCH=2; h: 128 x 64 in 4 warps of 64 x 32, one
 # buffer (16 KiB: three workgroups an SM), for products of too few 128 x 128 tiles;
 # c2_l, c2_l64, c2_w: 128 x 128 (BK 32, 64) and 128 x 256 on matmul_coop2.glsl.
-#          name      wm wn fm fn stages bk prefetch coop2
-TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False),
-         ("lt",      4, 2, 2, 4, 2, 32, 1, False),
-         ("l1",      2, 4, 4, 2, 1, 32, 1, False),
-         ("lt1",     4, 2, 2, 4, 1, 32, 1, False),
-         ("w",       2, 4, 4, 4, 1, 32, 1, False),
-         ("w16",     2, 4, 4, 4, 2, 16, 1, False),
-         ("wt",      4, 2, 4, 4, 1, 32, 1, False),
-         ("q",       2, 2, 4, 4, 2, 32, 1, False),
-         ("q64",     2, 2, 4, 4, 1, 64, 1, False),
-         ("l64",     2, 4, 4, 2, 1, 64, 1, False),
-         ("m",       2, 2, 2, 2, 2, 32, 1, False),
-         ("w2",      2, 4, 4, 4, 1, 32, 2, False),
-         ("wt2",     4, 2, 4, 4, 1, 32, 2, False),
-         ("l2",      2, 4, 4, 2, 1, 32, 2, False),
-         ("l64p2",   2, 4, 4, 2, 1, 64, 2, False),
-         ("h",       2, 2, 4, 2, 1, 32, 1, False),
-         ("c2_l",    2, 4, 4, 2, 0, 32, 1, True),
-         ("c2_l64",  2, 4, 4, 2, 0, 64, 1, True),
-         ("c2_w",    2, 4, 4, 4, 0, 32, 1, True)]
+# K split within the workgroup, for products of too few tiles to fill the GPU (the
+# K loop's latency is their time): mk2, mk4: m's 64 x 64 tile with 2, 4 groups of
+# its 4 warps (BK 64, one buffer), mk4b: mk4 with BK 128, mk4d: mk4 with two buffers.
+# (benchmarks/results/coopmm_splitk_h100_2026-11-25.md has the others tried.)
+#          name      wm wn fm fn stages bk prefetch coop2 ks
+TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
+         ("lt",      4, 2, 2, 4, 2, 32, 1, False, 1),
+         ("l1",      2, 4, 4, 2, 1, 32, 1, False, 1),
+         ("lt1",     4, 2, 2, 4, 1, 32, 1, False, 1),
+         ("w",       2, 4, 4, 4, 1, 32, 1, False, 1),
+         ("w16",     2, 4, 4, 4, 2, 16, 1, False, 1),
+         ("wt",      4, 2, 4, 4, 1, 32, 1, False, 1),
+         ("q",       2, 2, 4, 4, 2, 32, 1, False, 1),
+         ("q64",     2, 2, 4, 4, 1, 64, 1, False, 1),
+         ("l64",     2, 4, 4, 2, 1, 64, 1, False, 1),
+         ("m",       2, 2, 2, 2, 2, 32, 1, False, 1),
+         ("w2",      2, 4, 4, 4, 1, 32, 2, False, 1),
+         ("wt2",     4, 2, 4, 4, 1, 32, 2, False, 1),
+         ("l2",      2, 4, 4, 2, 1, 32, 2, False, 1),
+         ("l64p2",   2, 4, 4, 2, 1, 64, 2, False, 1),
+         ("h",       2, 2, 4, 2, 1, 32, 1, False, 1),
+         ("c2_l",    2, 4, 4, 2, 0, 32, 1, True, 1),
+         ("c2_l64",  2, 4, 4, 2, 0, 64, 1, True, 1),
+         ("c2_w",    2, 4, 4, 4, 0, 32, 1, True, 1),
+         ("mk2",     2, 2, 2, 2, 1, 64, 1, False, 2),
+         ("mk4",     2, 2, 2, 2, 1, 64, 1, False, 4),
+         ("mk4b",    2, 2, 2, 2, 1, 128, 1, False, 4),
+         ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4)]
 
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"
@@ -61,6 +70,8 @@ def _tile_defines(v):
             f"STAGES={v['stages']}", f"BK={v['bk']}"]
     if v["prefetch"] != 1:
         tile.append(f"PREFETCH={v['prefetch']}")
+    if v["ks"] != 1:
+        tile.append(f"KSPLIT={v['ks']}")
     return tile
 
 
@@ -68,6 +79,7 @@ def shader_variants(shader):
     """(variant name, defines) of the shader `shader` (a file's name without .glsl),
     one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k)."""
     if shader in QLINEAR_SHADERS:
+        assert all(VARIANTS[name]["ks"] == 1 for name in QLINEAR_TILES), "qlinear_coop splits no K"
         return [(f"{shader}_{name}_b{bits}", _tile_defines(VARIANTS[name]) + ["B_KMAJOR=1", f"BITS={bits}"])
                 for name in QLINEAR_TILES for bits in (4, 8)]
     coop2 = shader == "matmul_coop2"
@@ -92,12 +104,12 @@ def cpp_header():
     for name, v in VARIANTS.items():
         assert v["coop2"] == name.startswith(COOP2_PREFIX), name
     rows = ",\n".join(f'  {{"{name}", {v["wm"]}, {v["wn"]}, {v["fm"]}, {v["fn"]}, {v["stages"]}, {v["bk"]}, '
-                      f'{"true" if v["coop2"] else "false"}}}' for name, v in VARIANTS.items())
+                      f'{"true" if v["coop2"] else "false"}, {v["ks"]}}}' for name, v in VARIANTS.items())
     return ("// Generated by glsl/gen_shaders.py from glsl/coopmm_variants.py. Do not edit.\n"
             "#pragma once\n\n"
             "// The names VKDELEGATE_COOPMM_TILE accepts.\n"
             f'#define VKD_COOPMM_VARIANT_NAMES "{"|".join(VARIANTS)}"\n\n'
             "// The names VKDELEGATE_QLINEAR_COOP_TILE accepts (qlinear_coop.glsl's tiles).\n"
             f'#define VKD_QLINEAR_COOP_VARIANT_NAMES "{"|".join(QLINEAR_TILES)}"\n\n'
-            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2} (runtime/ops/matmul_choice.h).\n"
+            "// Rows of CoopMmVariant {name, wm, wn, fm, fn, stages, bk, coop2, ks} (runtime/ops/matmul_choice.h).\n"
             f"#define VKD_COOPMM_VARIANT_ROWS \\\n{rows.replace(chr(10), ' ' + chr(92) + chr(10))}\n")

@@ -37,7 +37,8 @@ def shared_bytes(name, b_kmajor):
     wm, wn, fm, fn, stages, bk = v["wm"], v["wn"], v["fm"], v["fn"], v["stages"], v["bk"]
     bm, bn = wm * fm * 16, wn * fn * 16
     b = bn * (bk // 8 + 1) if b_kmajor else bk * (bn // 8 + 1)
-    return 16 * stages * (bm * (bk // 8 + 1) + b)
+    scratch = wm * wn * v["ks"] * 64  # the epilogue's, in the A tiles
+    return 16 * (max(stages * bm * (bk // 8 + 1), scratch) + stages * b)
 
 
 class Mm(torch.nn.Module):

@@ -80,10 +80,12 @@ def test_few_rows_take_gemv():
 
 
 @pytest.mark.parametrize("problem,tile", [
-    (mm(4096, 4096, 4096, "float16"), "w_nb"),            # 512 workgroups of 128 x 256
+    (mm(4096, 4096, 4096, "float16"), "w2_nb"),           # 512 workgroups of 128 x 256
     (mm(1000, 1024, 1032, "float16", batch=3), "w2_nb"),  # 120
-    (mm(1000, 1500, 777, "float16"), "l64_nb"),           # 32
-    (linear(1000, 1500, 777, "float16"), "l64_kb"),
+    (mm(1000, 777, 1500, "float16"), "l64_nb"),           # 96 of 128 x 128
+    (mm(1000, 1500, 777, "float16"), "mk4b_nb"),          # 56 of 128 x 128
+    (linear(1000, 1500, 777, "float16"), "mk4b_kb"),
+    (linear(231, 1000, 1234, "float16"), "mk4b_kb"),      # 20 of 128 x 128
 ])
 def test_float16_products_take_cooperative_matrices(problem, tile):
     c = choose(problem, H100)
@@ -94,10 +96,13 @@ def test_float16_products_take_cooperative_matrices(problem, tile):
 
 
 def test_cooperative_matrix_variants_by_shared_memory():
-    """Lavapipe's 32 KiB: the emulated l1 (l64 does not fit); a forced variant that does
-    not fit keeps matmul.glsl; without the emulation, no cooperative matrices there."""
+    """Lavapipe's 32 KiB: the emulated mk4 for few tiles (mk4b does not fit), l1 for many
+    (l64 does not fit); a forced variant that does not fit keeps matmul.glsl; without the
+    emulation, no cooperative matrices there."""
     p = mm(300, 70, 90, "float16")
     c = choose(p, LAVAPIPE, COOPMAT_EMULATE=True)
+    assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_mk4_nb_f16", (512, 1, 1), (64, 64))
+    c = choose(mm(1024, 64, 1024, "float16"), LAVAPIPE, COOPMAT_EMULATE=True)
     assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_l1_nb_f16", (256, 1, 1), (128, 128))
     assert choose(p, LAVAPIPE, COOPMAT_EMULATE=True, COOPMM_TILE="m")["shader"] == "matmul_coop_emu_m_nb_f16"
     assert choose(p, LAVAPIPE, COOPMAT_EMULATE=True, COOPMM_TILE="l")["kernel"] == "strided"
@@ -111,7 +116,7 @@ def test_cooperative_matrix2_variants_need_the_extension_and_aligned_rows():
     assert choose(p, with2, COOPMM_TILE="c2_l")["shader"] == "matmul_coop2_l_nb_f16"
     assert choose(p, H100, COOPMM_TILE="c2_l")["kernel"] == "strided"
     assert choose(mm(256, 510, 256, "float16"), with2, COOPMM_TILE="c2_l")["kernel"] == "strided"
-    assert choose(p, with2)["shader"] == "matmul_coop_l64_nb_f16"  # only forced
+    assert choose(p, with2)["shader"] == "matmul_coop_mk4b_nb_f16"  # only forced
 
 
 def test_bad_inputs_are_clear_errors():

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <utility>
 
 #include "op_utils.h"  // variant_named
 
@@ -137,16 +138,24 @@ bool few_rows_gemv(const MatmulProblem& p, const Settings& s, const TileConfig& 
          p.M * p.N * p.K * p.batch * 4 <= kGemvMaxRereadBytes;  // as float32: a bound
 }
 
-// The default (the H100 sweeps): w once its 128 x 256 tiles alone give
-// kCoopMmWFromGroups workgroups, w2 from kCoopMmW2FromGroups, else l64; l1 and m where
-// their shared memory is all that fits (lavapipe's 32 KiB). The c2_ variants only forced.
+// The default (the H100 sweeps, benchmarks/results/coopmm_splitk_h100_2026-11-25.md):
+// w2 (128 x 256) once its tiles alone give kCoopMmW2FromGroups workgroups; l64
+// (128 x 128) from kCoopMmL64FromGroups of its tiles (l1 where l64's shared memory
+// does not fit); else, for products of too few tiles to fill the GPU, mk4b (64 x 64
+// tiles whose 4 warp groups split each K step), mk4 where it does not fit (lavapipe's
+// 32 KiB), then l1, m. w and the c2_ variants only forced.
 constexpr const CoopMmVariant& kCoopMmL1 = variant_named(kCoopMmVariants, "l1");
-constexpr const CoopMmVariant& kCoopMmW = variant_named(kCoopMmVariants, "w");
 constexpr const CoopMmVariant& kCoopMmL64 = variant_named(kCoopMmVariants, "l64");
 constexpr const CoopMmVariant& kCoopMmM = variant_named(kCoopMmVariants, "m");
 constexpr const CoopMmVariant& kCoopMmW2 = variant_named(kCoopMmVariants, "w2");
-constexpr int64_t kCoopMmWFromGroups = 256;
+constexpr const CoopMmVariant& kCoopMmMk4b = variant_named(kCoopMmVariants, "mk4b");
+constexpr const CoopMmVariant& kCoopMmMk4 = variant_named(kCoopMmVariants, "mk4");
 constexpr int64_t kCoopMmW2FromGroups = 96;
+constexpr int64_t kCoopMmL64FromGroups = 64;
+
+int64_t coop_tiles(const MatmulProblem& p, const CoopMmVariant& v) {
+  return ((p.N + v.tile_n() - 1) / v.tile_n()) * ((p.M + v.tile_m() - 1) / v.tile_m()) * p.batch;
+}
 
 // The cooperative-matrix variant for this product, if any (and its shader): float16,
 // A contiguous in k, B contiguous in n or k, a device with the matrices
@@ -178,11 +187,12 @@ const CoopMmVariant* coop_mm_variant(const MatmulProblem& p, const DeviceInfo& d
     if (chosen == nullptr) throw GraphError("VKDELEGATE_COOPMM_TILE=" + s.coopmm_tile + " has no variant");
     if (!fits(*chosen)) return nullptr;
   } else {
-    const int64_t w_groups = ((p.N + kCoopMmW.tile_n() - 1) / kCoopMmW.tile_n()) *
-                             ((p.M + kCoopMmW.tile_m() - 1) / kCoopMmW.tile_m()) * p.batch;
-    for (const CoopMmVariant* v : {&kCoopMmW, &kCoopMmW2, &kCoopMmL64, &kCoopMmL1, &kCoopMmM}) {
-      const int64_t from = v == &kCoopMmW ? kCoopMmWFromGroups : v == &kCoopMmW2 ? kCoopMmW2FromGroups : 0;
-      if (w_groups >= from && fits(*v)) {
+    // (variant, the fewest of its tiles it takes), in order of preference.
+    const std::pair<const CoopMmVariant*, int64_t> order[] = {
+        {&kCoopMmW2, kCoopMmW2FromGroups}, {&kCoopMmL64, kCoopMmL64FromGroups}, {&kCoopMmL1, kCoopMmL64FromGroups},
+        {&kCoopMmMk4b, 0}, {&kCoopMmMk4, 0}, {&kCoopMmL1, 0}, {&kCoopMmM, 0}};
+    for (const auto& [v, from] : order) {
+      if (coop_tiles(p, *v) >= from && fits(*v)) {
         chosen = v;
         break;
       }

@@ -45,19 +45,22 @@ struct MatmulChoice {
 
 // The tiles of the cooperative-matrix kernels (coopmat_tile.glslh: matmul_coop.glslh,
 // qlinear_coop.glslh). Per variant: warps
-// WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK.
+// WM x WN, 16x16 accumulators per warp FM x FN, shared stages, BK, and ks groups
+// of those warps splitting each K step.
 struct CoopMmVariant {
   const char* name;
   uint32_t wm, wn, fm, fn, stages, bk;
   bool coop2 = false;  // matmul_coop2.glsl (its shared memory is the driver's)
+  uint32_t ks = 1;
   uint32_t tile_m() const { return wm * fm * 16; }
   uint32_t tile_n() const { return wn * fn * 16; }
-  uint32_t invocations() const { return wm * wn * 32; }
-  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch
-  // reuses the A tiles).
+  uint32_t invocations() const { return wm * wn * ks * 32; }
+  // The A and B tiles per stage, rows padded by 8 halves (the epilogue's scratch,
+  // 1 KiB per warp, reuses the A tiles, grown to it where they are smaller).
   uint32_t shared_bytes(bool b_kmajor) const {
     const uint32_t b = b_kmajor ? tile_n() * (bk / 8 + 1) : bk * (tile_n() / 8 + 1);
-    return 16 * stages * (tile_m() * (bk / 8 + 1) + b);
+    const uint32_t a = stages * tile_m() * (bk / 8 + 1);
+    return 16 * ((a > wm * wn * ks * 64 ? a : wm * wn * ks * 64) + stages * b);
   }
 };
 // The tiles of glsl/coopmm_variants.py (which says what they are), through the generated header.
