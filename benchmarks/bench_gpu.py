@@ -113,7 +113,7 @@ def max_relative_error(ours, refs):
     for out, ref in zip(ours, refs):
         ref = ref.detach().cpu().double()
         scale = ref.abs().max().clamp_min(1e-30)
-        worst = max(worst, ((out.double() - ref).abs().max() / scale).item())
+        worst = max(worst, ((out.detach().cpu().double() - ref).abs().max() / scale).item())
     return worst
 
 
@@ -332,7 +332,7 @@ def main():
     flush = torch.empty(FLUSH_MIB << 20, dtype=torch.uint8, device="cuda")
     timing = ["--gpu-runs", str(GPU_RUNS), "--flush-l2", str(FLUSH_MIB)]
     meta = {"date": datetime.date.today().isoformat(), "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name(), "command": manifest["command"],
+            "gpu": torch.cuda.get_device_name(), "command": manifest["command"] + (" --only " + " ".join(args.only) if args.only else ""),
             "made_with": manifest.get("made_with", "")}
 
     rows = []
