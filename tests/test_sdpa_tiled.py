@@ -44,8 +44,10 @@ def check(q, k, v, shader, mask=None, settings=None, **kwargs):
 
 
 def qkv(lead, heads, L, S, E, kv_heads=None, Ev=None, dtype=torch.float32):
-    return (torch.randn(*lead, heads, L, E).to(dtype), torch.randn(*lead, kv_heads or heads, S, E).to(dtype),
-            torch.randn(*lead, kv_heads or heads, S, Ev or E).to(dtype))
+    """q [*lead, heads, L, E], k and v [*lead, kv_heads, S, E or Ev]; heads None: no heads dim."""
+    h, kh = ((heads,), (kv_heads or heads,)) if heads is not None else ((), ())
+    return (torch.randn(*lead, *h, L, E).to(dtype), torch.randn(*lead, *kh, S, E).to(dtype),
+            torch.randn(*lead, *kh, S, Ev or E).to(dtype))
 
 
 TILED_CASES = [
@@ -57,7 +59,7 @@ TILED_CASES = [
     pytest.param((2,), 2, 2, 19, 50, 33, 33, True, id="causal_S_above_L_odd_dim"),
     pytest.param((2,), 8, 2, 21, 37, 32, 20, True, id="gqa_ratio4_causal_ev20"),
     pytest.param((1,), 6, 3, 33, 18, 128, 100, False, id="d128_gqa_ratio2"),
-    pytest.param((), 1, 1, 16, 40, 64, 64, True, id="rank2_at_the_threshold"),
+    pytest.param((), None, None, 16, 40, 64, 64, True, id="rank2_at_the_threshold"),
     pytest.param((), 5, 5, 17, 9, 12, 7, False, id="rank3"),
     pytest.param((2, 3), 2, 1, 20, 33, 16, 16, True, id="rank5_gqa"),
 ]
@@ -68,9 +70,8 @@ TILED_CASES = [
 def test_tiled_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, causal):
     torch.manual_seed(L * 100 + S)
     q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
-    if lead == () and heads == 5:  # rank 3: the leading dim is the heads
-        q, k, v = q[0], k[0], v[0]
     variant = "sdpa_tiled_d64" if max(E, Ev) <= 64 else "sdpa_tiled_d128"
+    assert q.dim() == len(lead) + (2 if heads is None else 3)
     check(q, k, v, variant, is_causal=causal, enable_gqa=heads != kv_heads)
 
 
@@ -82,21 +83,20 @@ def test_scale_and_rows_that_see_one_key():
 
 
 ROW_KERNEL_CASES = [
-    # (what keeps the row kernel, q k v, kwargs, settings)
-    pytest.param(SDPA_TILED_MIN_QUERIES - 1, {}, None, {}, id="below_the_threshold"),
-    pytest.param(40, {}, None, {"SDPA_NO_TILED": True}, id="the_setting"),
-    pytest.param(40, {}, "bool", {}, id="a_bool_mask"),
-    pytest.param(40, {}, "float", {}, id="a_float_mask"),
-    pytest.param(40, {"E": 160}, None, {}, id="head_dim_above_128"),
-    pytest.param(40, {"is_causal": True}, None, {"SDPA_NO_TILED": True}, id="causal_with_the_setting"),
+    # (queries, head dim, causal, mask, settings): each keeps the row kernel.
+    pytest.param(SDPA_TILED_MIN_QUERIES - 1, 16, False, None, {}, id="below_the_threshold"),
+    pytest.param(40, 16, False, None, {"SDPA_NO_TILED": True}, id="the_setting"),
+    pytest.param(40, 16, True, None, {"SDPA_NO_TILED": True}, id="causal_with_the_setting"),
+    pytest.param(40, 16, False, "bool", {}, id="a_bool_mask"),
+    pytest.param(40, 16, False, "float", {}, id="a_float_mask"),
+    pytest.param(40, 160, False, None, {}, id="head_dim_above_128"),
 ]
 
 
-@pytest.mark.parametrize("L, dims, mask_kind, settings", ROW_KERNEL_CASES)
-def test_row_kernel_cases(L, dims, mask_kind, settings):
-    torch.manual_seed(L)
-    causal = dims.pop("is_causal", False) if "is_causal" in dims else False
-    q, k, v = qkv((2,), 2, L, 23, dims.get("E", 16))
+@pytest.mark.parametrize("L, E, causal, mask_kind, settings", ROW_KERNEL_CASES)
+def test_row_kernel_cases(L, E, causal, mask_kind, settings):
+    torch.manual_seed(L + E)
+    q, k, v = qkv((2,), 2, L, 23, E)
     mask, shader = None, "sdpa"
     if mask_kind == "bool":
         mask, shader = torch.rand(L, 23) < 0.7, "sdpa_bool_mask"
