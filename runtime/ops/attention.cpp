@@ -14,6 +14,8 @@ namespace {
 constexpr LocalSize kRowLocal{64, 1, 1};
 constexpr int64_t kMaxHeadDim = 256;  // sdpa.glsl: MAX_E, and 4 accumulators per invocation
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // The tiled attention kernels' variants (sdpa_tiled.glsl, sdpa_kv_tiled.glsl: the variant suffix
 // names MAX_D; sdpa_tile.glslh its ROWS and KEYS), smallest first.
 struct TiledAttention {
@@ -86,8 +88,9 @@ float sdpa_scale(bool has_scale, double scale_arg, int64_t E) {
 // Queries per head from which plain sdpa takes the tiled kernel (sdpa_tiled.glsl). It runs a
 // workgroup per block of 32 query rows of a KV head (and batch), each streaming all the keys once;
 // sdpa.glsl a workgroup per row, each streaming them again. At decode-like L the tiled kernel would
-// leave most of its rows empty and, with L times fewer workgroups, each walking every key in turn, the
-// GPU mostly idle: from half a block of rows of one head up, the reads it saves are worth that.
+// leave most of a block's rows empty and, with a workgroup per block instead of per row, each
+// walking every key in turn, leave the GPU mostly idle; from half a block of one head's queries
+// up, the key and value reads it saves are worth that.
 constexpr int64_t kSdpaTiledMinQueries = 16;
 
 // The tiled kernel for sdpa without a mask (sdpa_tiled.glsl), contiguous q, k, v and out (the
@@ -120,7 +123,7 @@ void add_sdpa_tiled(ComputeGraph& g, const TiledAttention& tiled, int q, int k, 
                p.scale = sdpa_scale(has_scale, scale_arg, x.E);
                p.causal = causal;
                node.set_params(p);
-               const int64_t blocks = (x.L * p.group + tiled.rows - 1) / tiled.rows;
+               const int64_t blocks = ceil_div(x.L * p.group, tiled.rows);
                if (blocks * x.kv_heads * x.batch == 0) {
                  node.groups = {0, 0, 0};
                  return;
@@ -152,7 +155,10 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (mask < 0 && !g.settings().sdpa_no_tiled) {
     const SdpaShape planned = sdpa_shape(g, q, k, v, out, gqa);
     const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
-    if (tiled && planned.L >= kSdpaTiledMinQueries) {
+    const int64_t group = planned.kv_heads > 0 ? std::max<int64_t>(planned.heads / planned.kv_heads, 1) : 1;
+    // Smaller sizes after a resize fit the grid too.
+    const bool grid_fits = tiled && std::max({ceil_div(planned.L * group, tiled->rows), planned.kv_heads, planned.batch}) <= 65535;
+    if (tiled && grid_fits && planned.L >= kSdpaTiledMinQueries) {
       add_sdpa_tiled(g, *tiled, q, k, v, out, causal, has_scale, scale_arg, gqa);
       return;
     }
@@ -277,8 +283,6 @@ SdpaKvCacheParams sdpa_kv_params(ComputeGraph& g, const SdpaKvArgs& x) {
   g.tensor(x.out).sizes = Sizes{B, T, H, Ev};
   return p;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // T <= kSplitMaxQueries, one dispatch (sdpa_kv_decode.glsl): the chunk from the fixed cache and
 // head sizes; the heads per workgroup, a divisor of the current group (H / KVH, which a resize
