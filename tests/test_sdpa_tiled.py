@@ -17,10 +17,12 @@ SDPA_TILED_MIN_QUERIES = 16  # runtime/ops/attention.cpp: kSdpaTiledMinQueries
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.bool: DType.bool_}
 
 
-def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False, **settings):
+def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False, dynamic=False, **settings):
+    """The op alone; dynamic: every input's L and S may shrink to 1 (the given sizes the upper bounds)."""
     g = GraphIR()
     tensors = [t for t in (q, k, v, mask) if t is not None]
-    ids = [g.add_value(TensorValue(_DTYPES[t.dtype], tuple(t.shape))) for t in tensors]
+    lows = lambda t: (tuple(t.shape[:-2]) + (1, t.shape[-1])) if dynamic else ()
+    ids = [g.add_value(TensorValue(_DTYPES[t.dtype], tuple(t.shape), min_sizes=lows(t))) for t in tensors]
     g.input_ids = list(ids)
     out = g.add_value(TensorValue(_DTYPES[q.dtype], tuple(q.shape[:-1]) + (v.shape[-1],)))
     args = (ids[0], ids[1], ids[2], ids[3] if mask is not None else g.add_value(NullValue()),
@@ -80,6 +82,20 @@ def test_scale_and_rows_that_see_one_key():
     torch.manual_seed(0)
     q, k, v = qkv((1,), 2, 35, 35, 8)
     check(q * 4, k * 4, v, "sdpa_tiled_d64", is_causal=True, scale=0.3)
+
+
+def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
+    """Chosen at the upper bounds, the tiled kernel also runs what a resize gives: fewer queries than
+    the threshold, fewer keys than a tile, a single query."""
+    torch.manual_seed(1)
+    q, k, v = qkv((1,), 4, 48, 40, 16, kv_heads=2, Ev=12)
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True)
+    assert [s for _, s in graph.dispatches()] == ["sdpa_tiled_d64_f32"]
+    for L, S in ((48, 40), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
 
 
 ROW_KERNEL_CASES = [
