@@ -1213,6 +1213,10 @@ def _sdpa_samples() -> List[SampleCase]:
         _values(b, h, l, e), _values(b, hk or h, s, e), _values(b, hk or h, s, ev or e))
     return [
         SampleCase("no_mask_2x3x7x16", _Call(_sdpa()), qkv(2, 3, 7, 7, 16)),
+        # From 16 queries without a mask the tiled kernel (sdpa_tiled.glsl; tests/test_sdpa_tiled.py covers it);
+        # second, so that the float16 run takes it as well as sdpa.glsl.
+        SampleCase("tiled_gqa_causal_L40_S23_Ev12", _Call(_sdpa(enable_gqa=True, is_causal=True)),
+                   qkv(1, 4, 40, 23, 16, hk=2, ev=12)),
         SampleCase("cross_L5_S13_Ev9", _Call(_sdpa()), qkv(1, 2, 5, 13, 8, ev=9)),
         SampleCase("causal_33", _Call(_sdpa(is_causal=True)), qkv(1, 2, 33, 33, 8)),
         SampleCase("causal_S_larger", _Call(_sdpa(is_causal=True)), qkv(2, 1, 5, 9, 4)),
@@ -1228,6 +1232,7 @@ def _sdpa_samples() -> List[SampleCase]:
         SampleCase("rank3", _Call(_sdpa()), (_values(3, 7, 8), _values(3, 5, 8), _values(3, 5, 4))),
         SampleCase("head_dim_256", _Call(_sdpa()), qkv(1, 1, 3, 5, 256)),
         SampleCase("rank5", _Call(_sdpa(is_causal=True)), (_values(2, 1, 2, 5, 4),) * 3),
+        SampleCase("tiled_rank3_d128", _Call(_sdpa()), (_values(2, 20, 128), _values(2, 11, 128), _values(2, 11, 96))),
     ]
 
 

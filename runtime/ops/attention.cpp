@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "op_utils.h"
-#include "shader_params.h"  // SdpaParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
+#include "shader_params.h"  // SdpaParams, SdpaTiledParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
 
@@ -14,8 +14,133 @@ namespace {
 constexpr LocalSize kRowLocal{64, 1, 1};
 constexpr int64_t kMaxHeadDim = 256;  // sdpa.glsl: MAX_E, and 4 accumulators per invocation
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The tiled attention kernels' variants (sdpa_tiled.glsl, sdpa_kv_tiled.glsl: the variant suffix
+// names MAX_D; sdpa_tile.glslh its ROWS and KEYS), smallest first.
+struct TiledAttention {
+  const char* suffix;
+  int64_t max_d, rows, keys;
+};
+constexpr TiledAttention kTiledAttention[] = {{"_d64", 64, 32, 32}, {"_d128", 128, 32, 16}};
+constexpr LocalSize kTiledAttentionLocal{128, 1, 1};  // sdpa_tile.glslh: THREADS
+int64_t tiled_attention_shared_bytes(const TiledAttention& c) {
+  return 4 * (c.rows * (c.max_d + 1) + c.keys * (c.max_d + 1) + c.rows * (c.keys + 1) + 4 * c.rows + 1);
+}
+// The smallest configuration that holds the head dims and fits the device's shared memory, or none.
+const TiledAttention* tiled_attention_for(ComputeGraph& g, int64_t E, int64_t Ev) {
+  for (const TiledAttention& c : kTiledAttention) {
+    if (std::max(E, Ev) <= c.max_d && tiled_attention_shared_bytes(c) <= g.context().info().max_shared_memory) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// sdpa's sizes: q [..., L, E], k [..., S, E], v [..., S, Ev]; the dim before L the heads (1 at rank 2),
+// the dims before it the batch. Checked whenever the sizes change; sets the output's sizes.
+struct SdpaShape {
+  Sizes lead;  // q's dims before (L, E)
+  int64_t batch, heads, kv_heads, L, S, E, Ev;
+};
+SdpaShape sdpa_shape(ComputeGraph& g, int q, int k, int v, int out, bool gqa) {
+  const Tensor& tq = g.tensor(q);
+  const Tensor& tk = g.tensor(k);
+  const Tensor& tv = g.tensor(v);
+  const int64_t rank = tq.dim();
+  if (rank < 2 || tk.dim() != rank || tv.dim() != rank) g.fail("query, key and value need one rank of at least 2");
+  SdpaShape x{};
+  x.L = tq.sizes[rank - 2];
+  x.E = tq.sizes[rank - 1];
+  x.S = tk.sizes[rank - 2];
+  x.Ev = tv.sizes[rank - 1];
+  if (tk.sizes[rank - 1] != x.E || tv.sizes[rank - 2] != x.S) {
+    g.fail("key " + sizes_str(tk.sizes) + " and value " + sizes_str(tv.sizes) + " do not fit query " +
+           sizes_str(tq.sizes));
+  }
+  if (x.E > kMaxHeadDim || x.Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+  x.heads = rank >= 3 ? tq.sizes[rank - 3] : 1;
+  x.kv_heads = rank >= 3 ? tk.sizes[rank - 3] : 1;
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    const bool head_dim = d == rank - 3;
+    if (tk.sizes[d] != tv.sizes[d]) g.fail("key and value lead dims differ");
+    if (tk.sizes[d] == tq.sizes[d]) continue;
+    if (!(head_dim && gqa && tk.sizes[d] > 0 && tq.sizes[d] % tk.sizes[d] == 0)) {
+      g.fail("key " + sizes_str(tk.sizes) + " does not match query " + sizes_str(tq.sizes) +
+             (head_dim ? " (grouped heads need enable_gqa=True)" : ""));
+    }
+  }
+  x.lead = Sizes(tq.sizes.begin(), tq.sizes.end() - 2);
+  x.batch = rank >= 3 ? numel_of(Sizes(tq.sizes.begin(), tq.sizes.end() - 3)) : 1;
+  if (std::max(tq.numel(), numel_of(x.lead) * x.L * x.Ev) > INT32_MAX || std::max(tk.numel(), tv.numel()) > INT32_MAX) {
+    g.fail("too large for 32-bit indexing");
+  }
+  Tensor& o = g.tensor(out);
+  o.sizes = tq.sizes;
+  o.sizes[rank - 1] = x.Ev;
+  return x;
+}
+
+float sdpa_scale(bool has_scale, double scale_arg, int64_t E) {
+  return static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
+}
+
+// Queries per head from which plain sdpa takes the tiled kernel (sdpa_tiled.glsl). It runs a
+// workgroup per block of 32 query rows of a KV head (and batch), each streaming all the keys once;
+// sdpa.glsl a workgroup per row, each streaming them again. At decode-like L the tiled kernel would
+// leave most of a block's rows empty and, with a workgroup per block instead of per row, each
+// walking every key in turn, leave the GPU mostly idle; from half a block of one head's queries
+// up, the key and value reads it saves are worth that.
+constexpr int64_t kSdpaTiledMinQueries = 16;
+
+// The tiled kernel for sdpa without a mask (sdpa_tiled.glsl), contiguous q, k, v and out (the
+// kernel takes strides, for views a fusion may give it later).
+void add_sdpa_tiled(ComputeGraph& g, const TiledAttention& tiled, int q, int k, int v, int out, bool causal,
+                    bool has_scale, double scale_arg, bool gqa) {
+  g.add_node(g.current_op(), variant(g, std::string("sdpa_tiled") + tiled.suffix, q), kTiledAttentionLocal,
+             {out, q, k, v}, [=](ComputeGraph& g, Node& node) {
+               const SdpaShape x = sdpa_shape(g, q, k, v, out, gqa);
+               if (std::max(x.E, x.Ev) > tiled.max_d) g.fail("head dims above the planned tiled kernel's");
+               auto strides = [&](int32_t (&s)[4], int64_t heads, int64_t rows, int64_t dim) {
+                 s[0] = static_cast<int32_t>(heads * rows * dim);
+                 s[1] = static_cast<int32_t>(rows * dim);
+                 s[2] = static_cast<int32_t>(dim);
+                 s[3] = 0;
+               };
+               SdpaTiledParams p{};
+               strides(p.q_strides, x.heads, x.L, x.E);
+               strides(p.k_strides, x.kv_heads, x.S, x.E);
+               strides(p.v_strides, x.kv_heads, x.S, x.Ev);
+               strides(p.out_strides, x.heads, x.L, x.Ev);
+               p.batch = static_cast<int32_t>(x.batch);
+               p.heads = static_cast<int32_t>(x.heads);
+               p.kv_heads = static_cast<int32_t>(x.kv_heads);
+               p.group = static_cast<int32_t>(x.kv_heads > 0 ? std::max<int64_t>(x.heads / x.kv_heads, 1) : 1);
+               p.L = static_cast<int32_t>(x.L);
+               p.S = static_cast<int32_t>(x.S);
+               p.E = static_cast<int32_t>(x.E);
+               p.Ev = static_cast<int32_t>(x.Ev);
+               p.scale = sdpa_scale(has_scale, scale_arg, x.E);
+               p.causal = causal;
+               node.set_params(p);
+               const int64_t blocks = ceil_div(x.L * p.group, tiled.rows);
+               if (blocks * x.kv_heads * x.batch == 0) {
+                 node.groups = {0, 0, 0};
+                 return;
+               }
+               if (blocks > 65535 || x.kv_heads > 65535 || x.batch > 65535) {
+                 g.fail("more than 65535 blocks of query rows, heads or batches");
+               }
+               node.groups = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(x.kv_heads),
+                              static_cast<uint32_t>(x.batch)};
+             });
+}
+
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 //                              is_causal=False, *, scale=None, enable_gqa=False)
+// Without a mask, from kSdpaTiledMinQueries queries (at the planned sizes) and head dims a tiled
+// configuration holds: sdpa_tiled.glsl (the setting SDPA_NO_TILED: never); else a workgroup per
+// query row (sdpa.glsl).
 void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 9) g.fail("expected 8 arguments and 1 output");
   const int q = a[0], k = a[1], v = a[2], out = a[8];
@@ -27,6 +152,17 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   const bool gqa = g.get_bool(a[7]);
   require_float_same(g, {q, k, v, out});
   if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
+  if (mask < 0 && !g.settings().sdpa_no_tiled) {
+    const SdpaShape planned = sdpa_shape(g, q, k, v, out, gqa);
+    const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
+    const int64_t group = planned.kv_heads > 0 ? std::max<int64_t>(planned.heads / planned.kv_heads, 1) : 1;
+    // Smaller sizes after a resize fit the grid too.
+    const bool grid_fits = tiled && std::max({ceil_div(planned.L * group, tiled->rows), planned.kv_heads, planned.batch}) <= 65535;
+    if (tiled && grid_fits && planned.L >= kSdpaTiledMinQueries) {
+      add_sdpa_tiled(g, *tiled, q, k, v, out, causal, has_scale, scale_arg, gqa);
+      return;
+    }
+  }
   std::string shader = "sdpa";
   if (mask >= 0 && is_float_dtype(g.tensor(mask).dtype)) require_float_same(g, {q, mask});
   std::vector<int> tensors{out, q, k, v};
@@ -42,39 +178,14 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
     tensors.push_back(mask);
   }
   g.add_node(g.current_op(), variant(g, shader, q), kRowLocal, tensors, [=](ComputeGraph& g, Node& node) {
-    const Tensor& tq = g.tensor(q);
-    const Tensor& tk = g.tensor(k);
-    const Tensor& tv = g.tensor(v);
-    const int64_t rank = tq.dim();
-    if (rank < 2 || tk.dim() != rank || tv.dim() != rank) g.fail("query, key and value need one rank of at least 2");
-    const int64_t L = tq.sizes[rank - 2], E = tq.sizes[rank - 1];
-    const int64_t S = tk.sizes[rank - 2], Ev = tv.sizes[rank - 1];
-    if (tk.sizes[rank - 1] != E || tv.sizes[rank - 2] != S) {
-      g.fail("key " + sizes_str(tk.sizes) + " and value " + sizes_str(tv.sizes) + " do not fit query " +
-             sizes_str(tq.sizes));
-    }
-    if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
-    const int64_t heads = rank >= 3 ? tq.sizes[rank - 3] : 1;
-    const int64_t kv_heads = rank >= 3 ? tk.sizes[rank - 3] : 1;
-    for (int64_t d = 0; d + 2 < rank; ++d) {
-      const bool head_dim = d == rank - 3;
-      if (tk.sizes[d] != tv.sizes[d]) g.fail("key and value lead dims differ");
-      if (tk.sizes[d] == tq.sizes[d]) continue;
-      if (!(head_dim && gqa && tk.sizes[d] > 0 && tq.sizes[d] % tk.sizes[d] == 0)) {
-        g.fail("key " + sizes_str(tk.sizes) + " does not match query " + sizes_str(tq.sizes) +
-               (head_dim ? " (grouped heads need enable_gqa=True)" : ""));
-      }
-    }
-    Tensor& o = g.tensor(out);
-    o.sizes = tq.sizes;
-    o.sizes[rank - 1] = Ev;
+    const SdpaShape x = sdpa_shape(g, q, k, v, out, gqa);
+    const int64_t rank = static_cast<int64_t>(x.lead.size()) + 2;
     SdpaParams p{};
-    const Sizes lead(tq.sizes.begin(), tq.sizes.end() - 2);
-    pack8(p.lead_sizes, lead);
+    pack8(p.lead_sizes, x.lead);
     if (mask >= 0) {
-      Sizes full = lead;
-      full.push_back(L);
-      full.push_back(S);
+      Sizes full = x.lead;
+      full.push_back(x.L);
+      full.push_back(x.S);
       const Tensor& tm = g.tensor(mask);
       if (tm.dim() > rank) g.fail("attn_mask has a higher rank than query");
       if (broadcast_sizes(g, tm.sizes, full) != full) g.fail("attn_mask " + sizes_str(tm.sizes) + " does not broadcast to " + sizes_str(full));
@@ -83,16 +194,16 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
       p.mask_stride_l = static_cast<int32_t>(ms[rank - 2]);
       p.mask_stride_s = static_cast<int32_t>(ms[rank - 1]);
     }
-    p.rows = static_cast<int32_t>(numel_of(lead) * L);
-    p.L = static_cast<int32_t>(L);
-    p.S = static_cast<int32_t>(S);
-    p.E = static_cast<int32_t>(E);
-    p.Ev = static_cast<int32_t>(Ev);
+    p.rows = static_cast<int32_t>(numel_of(x.lead) * x.L);
+    p.L = static_cast<int32_t>(x.L);
+    p.S = static_cast<int32_t>(x.S);
+    p.E = static_cast<int32_t>(x.E);
+    p.Ev = static_cast<int32_t>(x.Ev);
     p.lead_rank = static_cast<int32_t>(rank - 2);
-    p.heads = static_cast<int32_t>(std::max<int64_t>(heads, 1));
-    p.group = static_cast<int32_t>(kv_heads > 0 ? std::max<int64_t>(heads / kv_heads, 1) : 1);
+    p.heads = static_cast<int32_t>(std::max<int64_t>(x.heads, 1));
+    p.group = static_cast<int32_t>(x.kv_heads > 0 ? std::max<int64_t>(x.heads / x.kv_heads, 1) : 1);
     p.causal = causal;
-    p.scale = static_cast<float>(has_scale ? scale_arg : 1.0 / std::sqrt(static_cast<double>(E)));
+    p.scale = sdpa_scale(has_scale, scale_arg, x.E);
     node.set_params(p);
     node.set_groups_1d(p.rows, 1);  // one workgroup per query row
   });
@@ -128,16 +239,6 @@ constexpr LocalSize kDecodeLocal{64, 1, 1};
 constexpr int64_t kDecodeMaxHeads = 8, kDecodeQueryVec4s = 256, kDecodeValueVec4s = 256;
 constexpr int64_t kDecodeKeyPerInvocation = 16, kDecodeOutPerInvocation = 4;
 constexpr int64_t kDecodeMinChunk = 4, kDecodeTargetGroups = 256;
-// sdpa_kv_tiled.glsl's variants (their MAX_D, ROWS and KEYS defines), smallest first.
-struct TiledAttention {
-  const char* shader;
-  int64_t max_d, rows, keys;
-};
-constexpr TiledAttention kTiledAttention[] = {{"sdpa_kv_tiled_d64", 64, 32, 32}, {"sdpa_kv_tiled_d128", 128, 32, 16}};
-constexpr LocalSize kTiledAttentionLocal{128, 1, 1};  // sdpa_kv_tiled.glsl: THREADS
-int64_t tiled_attention_shared_bytes(const TiledAttention& c) {
-  return 4 * (c.rows * (c.max_d + 1) + c.keys * (c.max_d + 1) + c.rows * (c.keys + 1) + 4 * c.rows + 1);
-}
 
 // The op's tensors and scale (add_sdpa_kv_cache's arguments).
 struct SdpaKvArgs {
@@ -178,12 +279,10 @@ SdpaKvCacheParams sdpa_kv_params(ComputeGraph& g, const SdpaKvArgs& x) {
   p.index_words = index_words(tp);
   p.E = static_cast<int32_t>(E);
   p.Ev = static_cast<int32_t>(Ev);
-  p.scale = static_cast<float>(x.has_scale ? x.scale : 1.0 / std::sqrt(static_cast<double>(E)));
+  p.scale = sdpa_scale(x.has_scale, x.scale, E);
   g.tensor(x.out).sizes = Sizes{B, T, H, Ev};
   return p;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // T <= kSplitMaxQueries, one dispatch (sdpa_kv_decode.glsl): the chunk from the fixed cache and
 // head sizes; the heads per workgroup, a divisor of the current group (H / KVH, which a resize
@@ -284,13 +383,7 @@ void add_sdpa_kv_two_pass(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCach
 // T > kSplitMaxQueries (prefill): the tiled kernel, the smallest configuration that holds the head
 // dims and fits the shared memory, else a workgroup per row.
 void add_sdpa_kv_many(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned) {
-  const TiledAttention* tiled = nullptr;
-  for (const TiledAttention& c : kTiledAttention) {
-    if (!tiled && std::max(planned.E, planned.Ev) <= c.max_d &&
-        tiled_attention_shared_bytes(c) <= g.context().info().max_shared_memory) {
-      tiled = &c;
-    }
-  }
+  const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
   auto update = [=](ComputeGraph& g, Node& node) {
     const SdpaKvCacheParams p = sdpa_kv_params(g, x);
     const int64_t B = p.batch, T = p.queries, H = p.heads;
@@ -307,7 +400,8 @@ void add_sdpa_kv_many(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCachePar
   };
   std::vector<int> tensors{x.out, x.q, x.k, x.v, x.pos};
   if (tiled) {
-    const std::string shader = with_fault_slot(g, tensors, tiled->shader, std::string(tiled->shader) + "_nocheck");
+    const std::string checked = std::string("sdpa_kv_tiled") + tiled->suffix;
+    const std::string shader = with_fault_slot(g, tensors, checked, checked + "_nocheck");
     g.add_node(g.current_op(), variant(g, shader, x.q), kTiledAttentionLocal, tensors, update);
   } else {
     const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_cache", "sdpa_kv_cache_nocheck");

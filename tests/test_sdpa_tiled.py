@@ -1,0 +1,121 @@
+"""aten.scaled_dot_product_attention's kernels against eager PyTorch: without a mask and from
+SDPA_TILED_MIN_QUERIES queries, the tiled kernel (glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV
+head, key tiles of 32 (head dims up to 64) or 16 (up to 128)); fewer queries, a mask, larger head dims
+or the setting SDPA_NO_TILED, a workgroup per query row (glsl/sdpa.glsl). The op runs alone in a small
+blob, so each case costs milliseconds; each asserts the shader it ran."""
+import pytest
+import torch
+from torch.nn import functional as F
+
+import vkdelegate.runtime as rt
+from vkdelegate.serialization.blob import serialize_graph
+from vkdelegate.serialization.graph_ir import (BoolValue, DType, DoubleValue, GraphIR, NullValue, OpCall,
+                                               TensorValue)
+
+SDPA_TILED_MIN_QUERIES = 16  # runtime/ops/attention.cpp: kSdpaTiledMinQueries
+
+_DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.bool: DType.bool_}
+
+
+def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False, dynamic=False, **settings):
+    """The op alone; dynamic: every input's L and S may shrink to 1 (the given sizes the upper bounds)."""
+    g = GraphIR()
+    tensors = [t for t in (q, k, v, mask) if t is not None]
+    lows = lambda t: (tuple(t.shape[:-2]) + (1, t.shape[-1])) if dynamic else ()
+    ids = [g.add_value(TensorValue(_DTYPES[t.dtype], tuple(t.shape), min_sizes=lows(t))) for t in tensors]
+    g.input_ids = list(ids)
+    out = g.add_value(TensorValue(_DTYPES[q.dtype], tuple(q.shape[:-1]) + (v.shape[-1],)))
+    args = (ids[0], ids[1], ids[2], ids[3] if mask is not None else g.add_value(NullValue()),
+            g.add_value(DoubleValue(0.0)), g.add_value(BoolValue(is_causal)),
+            g.add_value(DoubleValue(scale)) if scale is not None else g.add_value(NullValue()),
+            g.add_value(BoolValue(enable_gqa)), out)
+    g.chain.append(OpCall("aten.scaled_dot_product_attention.default", args))
+    g.output_ids = [out]
+    return rt.Graph(serialize_graph(g), overrides=settings or None), tensors
+
+
+def check(q, k, v, shader, mask=None, settings=None, **kwargs):
+    graph, tensors = sdpa_graph(q, k, v, mask, **kwargs, **(settings or {}))
+    assert [s for _, s in graph.dispatches()] == [shader + ("_f16" if q.dtype == torch.float16 else "_f32")]
+    (out,) = graph.run([t.numpy() for t in tensors])
+    expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                              attn_mask=mask if mask is None or mask.dtype == torch.bool else mask.float(),
+                                              **kwargs)
+    tolerance = 1e-5 if q.dtype == torch.float32 else 2e-3
+    torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=tolerance, rtol=tolerance)
+
+
+def qkv(lead, heads, L, S, E, kv_heads=None, Ev=None, dtype=torch.float32):
+    """q [*lead, heads, L, E], k and v [*lead, kv_heads, S, E or Ev]; heads None: no heads dim."""
+    h, kh = ((heads,), (kv_heads or heads,)) if heads is not None else ((), ())
+    return (torch.randn(*lead, *h, L, E).to(dtype), torch.randn(*lead, *kh, S, E).to(dtype),
+            torch.randn(*lead, *kh, S, Ev or E).to(dtype))
+
+
+TILED_CASES = [
+    # (lead dims, heads, kv heads, L, S, E, Ev, causal): L and S not multiples of the block (32) or the
+    # key tile (32 / 16), causal with L != S both ways, grouped heads, E != Ev, E = 128, ranks 2 to 5.
+    pytest.param((1,), 3, 3, 197, 197, 64, 64, False, id="vit_tiny_shape"),
+    pytest.param((2,), 2, 2, 45, 70, 16, 24, False, id="ragged_blocks_and_tiles_ev24"),
+    pytest.param((1,), 2, 2, 40, 29, 8, 8, True, id="causal_L_above_S"),
+    pytest.param((2,), 2, 2, 19, 50, 33, 33, True, id="causal_S_above_L_odd_dim"),
+    pytest.param((2,), 8, 2, 21, 37, 32, 20, True, id="gqa_ratio4_causal_ev20"),
+    pytest.param((1,), 6, 3, 33, 18, 128, 100, False, id="d128_gqa_ratio2"),
+    pytest.param((), None, None, 16, 40, 64, 64, True, id="rank2_at_the_threshold"),
+    pytest.param((), 5, 5, 17, 9, 12, 7, False, id="rank3"),
+    pytest.param((2, 3), 2, 1, 20, 33, 16, 16, True, id="rank5_gqa"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("lead, heads, kv_heads, L, S, E, Ev, causal", TILED_CASES)
+def test_tiled_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, causal):
+    torch.manual_seed(L * 100 + S)
+    q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
+    variant = "sdpa_tiled_d64" if max(E, Ev) <= 64 else "sdpa_tiled_d128"
+    assert q.dim() == len(lead) + (2 if heads is None else 3)
+    check(q, k, v, variant, is_causal=causal, enable_gqa=heads != kv_heads)
+
+
+def test_scale_and_rows_that_see_one_key():
+    """A given scale; causal row 0 sees key 0 alone (its first tile's other keys all masked)."""
+    torch.manual_seed(0)
+    q, k, v = qkv((1,), 2, 35, 35, 8)
+    check(q * 4, k * 4, v, "sdpa_tiled_d64", is_causal=True, scale=0.3)
+
+
+def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
+    """Chosen at the upper bounds, the tiled kernel also runs what a resize gives: fewer queries than
+    the threshold, fewer keys than a tile, a single query."""
+    torch.manual_seed(1)
+    q, k, v = qkv((1,), 4, 48, 40, 16, kv_heads=2, Ev=12)
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True)
+    assert [s for _, s in graph.dispatches()] == ["sdpa_tiled_d64_f32"]
+    for L, S in ((48, 40), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
+
+
+ROW_KERNEL_CASES = [
+    # (queries, head dim, causal, mask, settings): each keeps the row kernel.
+    pytest.param(SDPA_TILED_MIN_QUERIES - 1, 16, False, None, {}, id="below_the_threshold"),
+    pytest.param(40, 16, False, None, {"SDPA_NO_TILED": True}, id="the_setting"),
+    pytest.param(40, 16, True, None, {"SDPA_NO_TILED": True}, id="causal_with_the_setting"),
+    pytest.param(40, 16, False, "bool", {}, id="a_bool_mask"),
+    pytest.param(40, 16, False, "float", {}, id="a_float_mask"),
+    pytest.param(40, 160, False, None, {}, id="head_dim_above_128"),
+]
+
+
+@pytest.mark.parametrize("L, E, causal, mask_kind, settings", ROW_KERNEL_CASES)
+def test_row_kernel_cases(L, E, causal, mask_kind, settings):
+    torch.manual_seed(L + E)
+    q, k, v = qkv((2,), 2, L, 23, E)
+    mask, shader = None, "sdpa"
+    if mask_kind == "bool":
+        mask, shader = torch.rand(L, 23) < 0.7, "sdpa_bool_mask"
+    elif mask_kind == "float":
+        mask, shader = torch.randn(2, 1, L, 23), "sdpa_float_mask"
+    check(q, k, v, shader, mask=mask, settings=settings, is_causal=causal)
