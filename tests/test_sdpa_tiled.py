@@ -1,8 +1,9 @@
-"""aten.scaled_dot_product_attention's kernels against eager PyTorch: without a mask and from
-SDPA_TILED_MIN_QUERIES queries, the tiled kernel (glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV
-head, key tiles of 32 (head dims up to 64) or 16 (up to 128)); fewer queries, a mask, larger head dims
-or the setting SDPA_NO_TILED, a workgroup per query row (glsl/sdpa.glsl). The op runs alone in a small
-blob, so each case costs milliseconds; each asserts the shader it ran."""
+"""aten.scaled_dot_product_attention's kernels against eager PyTorch: the tiled kernel
+(glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV head, key tiles of 32 (head dims up to 64) or 16
+(up to 128)), forced with SDPA_KERNEL=tiled on these small cases and chosen by default from 16 queries and
+128 workgroups; a mask, larger head dims, a small grid or SDPA_KERNEL=rows, a workgroup per query row
+(glsl/sdpa.glsl). The op runs alone in a small blob, so each case costs milliseconds; each asserts the
+shader it ran."""
 import pytest
 import torch
 from torch.nn import functional as F
@@ -32,6 +33,9 @@ def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False
     g.chain.append(OpCall("aten.scaled_dot_product_attention.default", args))
     g.output_ids = [out]
     return rt.Graph(serialize_graph(g), overrides=settings or None), tensors
+
+
+TILED = {"SDPA_KERNEL": "tiled"}
 
 
 def check(q, k, v, shader, mask=None, settings=None, **kwargs):
@@ -74,14 +78,14 @@ def test_tiled_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, c
     q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
     variant = "sdpa_tiled_d64" if max(E, Ev) <= 64 else "sdpa_tiled_d128"
     assert q.dim() == len(lead) + (2 if heads is None else 3)
-    check(q, k, v, variant, is_causal=causal, enable_gqa=heads != kv_heads)
+    check(q, k, v, variant, settings=TILED, is_causal=causal, enable_gqa=heads != kv_heads)
 
 
 def test_scale_and_rows_that_see_one_key():
     """A given scale; causal row 0 sees key 0 alone (its first tile's other keys all masked)."""
     torch.manual_seed(0)
     q, k, v = qkv((1,), 2, 35, 35, 8)
-    check(q * 4, k * 4, v, "sdpa_tiled_d64", is_causal=True, scale=0.3)
+    check(q * 4, k * 4, v, "sdpa_tiled_d64", settings=TILED, is_causal=True, scale=0.3)
 
 
 def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
@@ -89,7 +93,7 @@ def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
     the threshold, fewer keys than a tile, a single query."""
     torch.manual_seed(1)
     q, k, v = qkv((1,), 4, 48, 40, 16, kv_heads=2, Ev=12)
-    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True)
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **TILED)
     assert [s for _, s in graph.dispatches()] == ["sdpa_tiled_d64_f32"]
     for L, S in ((48, 40), (5, 7), (1, 1), (33, 40)):
         args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
@@ -101,8 +105,8 @@ def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
 ROW_KERNEL_CASES = [
     # (queries, head dim, causal, mask, settings): each keeps the row kernel.
     pytest.param(SDPA_TILED_MIN_QUERIES - 1, 16, False, None, {}, id="below_the_threshold"),
-    pytest.param(40, 16, False, None, {"SDPA_NO_TILED": True}, id="the_setting"),
-    pytest.param(40, 16, True, None, {"SDPA_NO_TILED": True}, id="causal_with_the_setting"),
+    pytest.param(40, 16, False, None, {"SDPA_KERNEL": "rows"}, id="the_setting"),
+    pytest.param(40, 16, True, None, {"SDPA_KERNEL": "rows"}, id="causal_with_the_setting"),
     pytest.param(40, 16, False, "bool", {}, id="a_bool_mask"),
     pytest.param(40, 16, False, "float", {}, id="a_float_mask"),
     pytest.param(40, 160, False, None, {}, id="head_dim_above_128"),
@@ -119,3 +123,15 @@ def test_row_kernel_cases(L, E, causal, mask_kind, settings):
     elif mask_kind == "float":
         mask, shader = torch.randn(2, 1, L, 23), "sdpa_float_mask"
     check(q, k, v, shader, mask=mask, settings=settings, is_causal=causal)
+
+
+@pytest.mark.parametrize("lead, heads, L, shader", [
+    pytest.param((1,), 3, 197, "sdpa", id="vit_tiny_21_workgroups"),
+    pytest.param((16,), 8, 32, "sdpa_tiled_d64", id="128_workgroups"),
+])
+def test_default_choice_by_workgroups(lead, heads, L, shader):
+    """Unforced: the tiled kernel only where its grid has 128 workgroups (each walks the keys in turn:
+    ViT-tiny's 21 ran slower than a workgroup per row on the H100)."""
+    torch.manual_seed(2)
+    q, k, v = qkv(lead, heads, L, L, 64)
+    check(q, k, v, shader)

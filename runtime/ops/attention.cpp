@@ -92,6 +92,11 @@ float sdpa_scale(bool has_scale, double scale_arg, int64_t E) {
 // walking every key in turn, leave the GPU mostly idle; from half a block of one head's queries
 // up, the key and value reads it saves are worth that.
 constexpr int64_t kSdpaTiledMinQueries = 16;
+// ... and from this many workgroups (row blocks x KV heads x batch): each walks the keys in turn, so
+// a small grid leaves most of the GPU idle where a workgroup per row does not. H100, 2026-11-25: ViT-tiny's
+// attention (197 queries, 3 heads: 21 workgroups) 62 us tiled against 52 us a workgroup per row;
+// a transformer block's (17 queries, 8 heads: 8 workgroups) 13 us tiled.
+constexpr int64_t kSdpaTiledMinWorkgroups = 128;
 
 // The tiled kernel for sdpa without a mask (sdpa_tiled.glsl), contiguous q, k, v and out (the
 // kernel takes strides, for views a fusion may give it later).
@@ -138,9 +143,9 @@ void add_sdpa_tiled(ComputeGraph& g, const TiledAttention& tiled, int q, int k, 
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 //                              is_causal=False, *, scale=None, enable_gqa=False)
-// Without a mask, from kSdpaTiledMinQueries queries (at the planned sizes) and head dims a tiled
-// configuration holds: sdpa_tiled.glsl (the setting SDPA_NO_TILED: never); else a workgroup per
-// query row (sdpa.glsl).
+// Without a mask, from kSdpaTiledMinQueries queries and kSdpaTiledMinWorkgroups workgroups (at the
+// planned sizes) and head dims a tiled configuration holds: sdpa_tiled.glsl; else a workgroup per
+// query row (sdpa.glsl). The setting SDPA_KERNEL forces either.
 void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 9) g.fail("expected 8 arguments and 1 output");
   const int q = a[0], k = a[1], v = a[2], out = a[8];
@@ -152,13 +157,17 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   const bool gqa = g.get_bool(a[7]);
   require_float_same(g, {q, k, v, out});
   if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
-  if (mask < 0 && !g.settings().sdpa_no_tiled) {
+  const std::string& forced = g.settings().sdpa_kernel;
+  if (mask < 0 && forced != "rows") {
     const SdpaShape planned = sdpa_shape(g, q, k, v, out, gqa);
     const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
     const int64_t group = planned.kv_heads > 0 ? std::max<int64_t>(planned.heads / planned.kv_heads, 1) : 1;
+    const int64_t blocks = tiled ? ceil_div(planned.L * group, tiled->rows) : 0;
     // Smaller sizes after a resize fit the grid too.
-    const bool grid_fits = tiled && std::max({ceil_div(planned.L * group, tiled->rows), planned.kv_heads, planned.batch}) <= 65535;
-    if (tiled && grid_fits && planned.L >= kSdpaTiledMinQueries) {
+    const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
+    const bool pays = planned.L >= kSdpaTiledMinQueries &&
+                      blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
+    if (tiled && grid_fits && (forced == "tiled" || pays)) {
       add_sdpa_tiled(g, *tiled, q, k, v, out, causal, has_scale, scale_arg, gqa);
       return;
     }
