@@ -113,7 +113,8 @@ def _match(program: ExportedProgram, bmm2: Node):
         return None
     if str(fk.shape[-1]) != str(fq.shape[-1]) or str(fv.shape[-2]) != str(fk.shape[-2]):
         return None
-    if not (_flattens(q, bmm1.args[0]) and _flattens(v, v_flat) and _flattens(scaled, probs_flat)):
+    if not (_flattens(q, bmm1.args[0]) and _flattens(k_t, bmm1.args[1]) and _flattens(v, v_flat)
+            and _flattens(scaled, probs_flat)):
         return None
     # The output: bmm2 itself where q is already [B, L, E], else the view of bmm2 back to q's dims.
     if fq.dim() == 3:
