@@ -29,6 +29,7 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
+#include "activation.glslh"
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 
@@ -38,7 +39,7 @@ float epilogue(const in uint r, const in uint c, const in float v, const in int 
   if (p.has_bias != 0 && m < p.M && n < p.N) {
     x += p.beta * float(bias_data[bz * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
   }
-  return x;
+  return activation(x, p.act);
 }
 
 void main() {

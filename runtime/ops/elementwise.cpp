@@ -240,20 +240,6 @@ using Args = OpArgs;
 
 }  // namespace
 
-Activation activation_named(ComputeGraph& g, const std::string& name) {
-  if (name == "relu") return Activation::Relu;
-  if (name == "gelu") return Activation::Gelu;
-  if (name == "gelu_tanh") return Activation::GeluTanh;
-  g.fail("unknown activation '" + name + "' (relu, gelu or gelu_tanh)");
-}
-
-void add_activation(ComputeGraph& g, int in, int out, Activation act) {
-  const char* shader = act == Activation::Relu   ? "unary_relu"
-                       : act == Activation::Gelu ? "unary_gelu"
-                                                 : "unary_gelu_tanh";
-  add_unary(g, in, out, shader, Types::FloatOnly);
-}
-
 VKD_REGISTER_OPS(register_elementwise_ops) {
   // add.Tensor / sub.Tensor(self, other, *, alpha=1)
   for (const char* op : {"add", "sub"}) {

@@ -9,6 +9,17 @@ namespace vkd {
 
 namespace {
 
+// An activation the matrix products apply in their epilogue (MatmulParams.act; glsl/activation.glslh).
+enum class Activation : int32_t { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
+
+// et_vk.vkd_linear_act's names.
+Activation activation_named(ComputeGraph& g, const std::string& name) {
+  if (name == "relu") return Activation::Relu;
+  if (name == "gelu") return Activation::Gelu;
+  if (name == "gelu_tanh") return Activation::GeluTanh;
+  g.fail("unknown activation '" + name + "' (relu, gelu or gelu_tanh)");
+}
+
 // Shapes of one product, recomputed from the current sizes at every update.
 struct Problem {
   Sizes out_sizes;
@@ -68,8 +79,7 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
              });
 }
 
-// ids: a, b, bias (or -1), out. act: an activation after the bias, in the kernel's epilogue
-// (the cooperative-matrix kernels have none: a dispatch of its own after them).
+// ids: a, b, bias (or -1), out. act: an activation after the bias, in the kernel's epilogue.
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta,
                 Activation act = Activation::None) {
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
@@ -95,17 +105,9 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, act);
     return;
   }
-  // A kernel without the epilogue activation writes a scratch tensor; the activation follows.
-  Activation separate = Activation::None;
-  if (act != Activation::None && (choice.kernel == MatmulKernel::Coop || coop2)) {
-    separate = act;
-    act = Activation::None;
-    const Sizes max_sizes = g.tensor(out).max_sizes;  // a copy: the call appends a value
-    ids[3] = g.add_scratch_tensor(g.tensor(out).dtype, max_sizes);
-  }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   g.add_node(g.current_op(), shader, local,
-             {ids[3], a, b, bias >= 0 ? bias : a},
+             {out, a, b, bias >= 0 ? bias : a},
              [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, act](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
@@ -134,7 +136,6 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                               static_cast<uint32_t>(pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0) node.groups = {0, 0, 0};
              });
-  if (separate != Activation::None) add_activation(g, ids[3], out, separate);
 }
 
 void check_k(ComputeGraph& g, int64_t ka, int64_t kb, const Tensor& a, const Tensor& b) {

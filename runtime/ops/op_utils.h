@@ -16,13 +16,6 @@ namespace vkd {
 
 constexpr LocalSize kLocal1D{64, 1, 1};
 
-// An activation a matrix product applies in its epilogue (MatmulParams.act; glsl/activation.glslh).
-enum class Activation : int32_t { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
-// "relu", "gelu", "gelu_tanh" (et_vk.vkd_linear_act's names); another is the graph's error.
-Activation activation_named(ComputeGraph& g, const std::string& name);
-// out = act(in) as its own dispatch (unary.glsl): for kernels without the epilogue.
-void add_activation(ComputeGraph& g, int in, int out, Activation act);
-
 // A 1-D local size of `want` (a power of two), halved until it is within the device's
 // workgroup limits: VKDELEGATE_DEVICE_PROFILE may lower them below a kernel's default
 // (Vulkan's minimum is 128 invocations). The kernels taking it read gl_WorkGroupSize.
