@@ -152,11 +152,13 @@ def test_lowered_mlp_blob_round_trips():
     blob = delegate_blob(lower(model, (torch.randn(3, 16),)))
     graph = deserialize_blob(blob)
     assert serialize_graph(graph) == blob
-    assert [call.name for call in graph.chain] == ["aten.linear.default", "aten.relu.default", "aten.linear.default"]
+    # fc1 and its relu are one op (backends/linear_act_fusion.py), its activation a string value
+    assert [call.name for call in graph.chain] == ["et_vk.vkd_linear_act.default", "aten.linear.default"]
     weights = [model.fc1.weight, model.fc1.bias, model.fc2.weight, model.fc2.bias]
     assert graph.constants == [w.detach().numpy().tobytes() for w in weights]
     listing = dump(blob)
-    assert "%3 = aten.linear.default(input=%0, weight=%1, bias=%2)" in listing
+    assert "%4 = et_vk.vkd_linear_act.default(input=%0, weight=%1, bias=%2, activation='relu')" in listing
+    assert "%7 = aten.linear.default(input=%4, weight=%5, bias=%6)" in listing
     assert "%1 = Tensor float32[32, 16] constant 0" in listing
 
 
