@@ -42,6 +42,7 @@ const TiledAttention* tiled_attention_for(ComputeGraph& g, int64_t E, int64_t Ev
 struct SdpaShape {
   Sizes lead;  // q's dims before (L, E)
   int64_t batch, heads, kv_heads, L, S, E, Ev;
+  int64_t group;  // q heads per KV head
 };
 SdpaShape sdpa_shape(ComputeGraph& g, int q, int k, int v, int out, bool gqa) {
   const Tensor& tq = g.tensor(q);
@@ -61,6 +62,7 @@ SdpaShape sdpa_shape(ComputeGraph& g, int q, int k, int v, int out, bool gqa) {
   if (x.E > kMaxHeadDim || x.Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
   x.heads = rank >= 3 ? tq.sizes[rank - 3] : 1;
   x.kv_heads = rank >= 3 ? tk.sizes[rank - 3] : 1;
+  x.group = x.kv_heads > 0 ? std::max<int64_t>(x.heads / x.kv_heads, 1) : 1;
   for (int64_t d = 0; d + 2 < rank; ++d) {
     const bool head_dim = d == rank - 3;
     if (tk.sizes[d] != tv.sizes[d]) g.fail("key and value lead dims differ");
@@ -120,7 +122,7 @@ void add_sdpa_tiled(ComputeGraph& g, const TiledAttention& tiled, int q, int k, 
                p.batch = static_cast<int32_t>(x.batch);
                p.heads = static_cast<int32_t>(x.heads);
                p.kv_heads = static_cast<int32_t>(x.kv_heads);
-               p.group = static_cast<int32_t>(x.kv_heads > 0 ? std::max<int64_t>(x.heads / x.kv_heads, 1) : 1);
+               p.group = static_cast<int32_t>(x.group);
                p.L = static_cast<int32_t>(x.L);
                p.S = static_cast<int32_t>(x.S);
                p.E = static_cast<int32_t>(x.E);
@@ -161,8 +163,7 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (mask < 0 && forced != "rows") {
     const SdpaShape planned = sdpa_shape(g, q, k, v, out, gqa);
     const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
-    const int64_t group = planned.kv_heads > 0 ? std::max<int64_t>(planned.heads / planned.kv_heads, 1) : 1;
-    const int64_t blocks = tiled ? ceil_div(planned.L * group, tiled->rows) : 0;
+    const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
     // Smaller sizes after a resize fit the grid too.
     const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
     const bool pays = planned.L >= kSdpaTiledMinQueries &&
@@ -210,7 +211,7 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
     p.Ev = static_cast<int32_t>(x.Ev);
     p.lead_rank = static_cast<int32_t>(rank - 2);
     p.heads = static_cast<int32_t>(std::max<int64_t>(x.heads, 1));
-    p.group = static_cast<int32_t>(x.kv_heads > 0 ? std::max<int64_t>(x.heads / x.kv_heads, 1) : 1);
+    p.group = static_cast<int32_t>(x.group);
     p.causal = causal;
     p.scale = sdpa_scale(has_scale, scale_arg, x.E);
     node.set_params(p);
