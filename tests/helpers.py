@@ -141,6 +141,13 @@ def delegate_blob(edge_manager, backend_id: str = "VkDelegateBackend") -> bytes:
     return module.processed_bytes
 
 
+def dispatch_ops(edge_manager) -> List[str]:
+    """The op of each dispatch of the program's one delegate, in order ("aten.bmm.default"): what
+    the AOT fusions left to run."""
+    graph = vkdelegate.runtime.Graph(delegate_blob(edge_manager))
+    return [op.split(" (", 1)[1].rstrip(")") for op, _ in graph.dispatches()]  # "op #3 (aten.bmm.default)"
+
+
 def cpu_ops(edge_manager) -> List[str]:
     """Op names ("aten.cumsum.default") of the compute nodes left outside any delegate
     (getitem excluded)."""

@@ -4,13 +4,10 @@ other users keeps its own activation; results match eager in float32 and under f
 cooperative-matrix kernels, their emulated twins on lavapipe)."""
 import torch
 
-from helpers import delegate_blob, lower, run_pte
+from helpers import dispatch_ops, lower, run_pte
+from kernel_check import chosen_shaders
 import vkdelegate.runtime as rt
 from vkdelegate.examples.models import MODELS
-
-
-def dispatch_ops(em, overrides=None):
-    return [op for op, _ in rt.Graph(delegate_blob(em), overrides=overrides).dispatches()]
 
 
 class TwoUsers(torch.nn.Module):
@@ -52,7 +49,7 @@ def test_fp16_through_the_cooperative_matrix_kernels():
     settings = {"COOPMAT_EMULATE": "1"}
     with rt.overrides(**settings):
         out = run_pte(em.to_executorch().buffer, (x,))[0]
-    shaders = [s for _, s in rt.Graph(delegate_blob(em), overrides=settings).dispatches()]
+    shaders = chosen_shaders(em, **settings)
     # force_fp16's casts at the boundary, and the product with its gelu between them
     assert len(shaders) == 3 and "coop" in shaders[1] and not any("unary" in s for s in shaders), shaders
     torch.testing.assert_close(out.float(), model(x), rtol=2e-2, atol=2e-2)

@@ -7,14 +7,8 @@ import math
 import pytest
 import torch
 
-from helpers import delegate_blob, lower, run_pte
-import vkdelegate.runtime as rt
+from helpers import dispatch_ops, lower, run_pte
 from vkdelegate.examples.models import MODELS
-
-
-def dispatch_ops(em):
-    """The op of each dispatch ('op #3 (aten.bmm.default)' -> 'aten.bmm.default')."""
-    return [op.split(" (", 1)[1].rstrip(")") for op, _ in rt.Graph(delegate_blob(em)).dispatches()]
 
 
 class Attention(torch.nn.Module):

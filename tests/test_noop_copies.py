@@ -3,12 +3,7 @@ identity permute, a whole-dim slice) leave the graph, so they cost no dispatch; 
 results match eager, with static and dynamic shapes."""
 import torch
 
-from helpers import delegate_blob, lower, run_pte
-import vkdelegate.runtime as rt
-
-
-def blob_ops(em):
-    return [op for op, _ in rt.Graph(delegate_blob(em)).dispatches()]
+from helpers import dispatch_ops, lower, run_pte
 
 
 class Attention(torch.nn.Module):
@@ -30,7 +25,7 @@ def test_matmul_expands_leave_the_graph_and_results_match():
     torch.manual_seed(0)
     inputs = tuple(torch.randn(2, 4, 17, 32) for _ in range(3))
     em = lower(Attention().eval(), inputs)
-    ops = blob_ops(em)
+    ops = dispatch_ops(em)
     assert not any("expand_copy" in op for op in ops), ops
     assert sum("bmm" in op for op in ops) == 2, ops
     out = run_pte(em.to_executorch().buffer, inputs)[0]
@@ -42,7 +37,7 @@ def test_dynamic_dims_count_as_equal_only_to_themselves():
     inputs = tuple(torch.randn(2, 4, 17, 32) for _ in range(3))
     seq = torch.export.Dim("seq", min=2, max=40)
     em = lower(Attention().eval(), inputs, dynamic_shapes=tuple({2: seq} for _ in range(3)))
-    assert not any("expand_copy" in op for op in blob_ops(em))
+    assert not any("expand_copy" in op for op in dispatch_ops(em))
     small = tuple(torch.randn(2, 4, 9, 32) for _ in range(3))
     out = run_pte(em.to_executorch().buffer, small)[0]
     torch.testing.assert_close(out, Attention()(*small), rtol=1e-4, atol=1e-5)
@@ -52,7 +47,7 @@ def test_real_copies_stay():
     torch.manual_seed(0)
     x, y = torch.randn(1, 5, 7), torch.randn(3, 5, 7)
     em = lower(Broadcast().eval(), (x, y))
-    ops = blob_ops(em)
+    ops = dispatch_ops(em)
     assert any("expand_copy" in op for op in ops), ops  # the broadcast is a copy
     assert not any("permute_copy" in op or "slice_copy" in op for op in ops), ops
     out = run_pte(em.to_executorch().buffer, (x, y))[0]
