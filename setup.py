@@ -62,6 +62,12 @@ class CMakeBuild(build_ext):
         ]
         # The glslc scripts/fetch_glslc.sh left in .glslc/ (it compiles the
         # cooperative-matrix and integer-dot shaders), unless VKDELEGATE_GLSLC names one.
+        # The eager device (vkdelegate.eager._C) builds against the torch installed here.
+        try:
+            import torch.utils
+            args.append(f"-DVKDELEGATE_TORCH_DIR={torch.utils.cmake_prefix_path}")
+        except ImportError:
+            print("vkdelegate: torch is not installed: building without the eager device")
         glslc = os.environ.get("VKDELEGATE_GLSLC")
         if not glslc and os.access(ROOT / ".glslc" / "glslc", os.X_OK):
             glslc = str(ROOT / ".glslc" / "glslc")
@@ -80,13 +86,16 @@ class CMakeBuild(build_ext):
         super().copy_extensions_to_source()
         built = Path(self.build_lib, "vkdelegate", "runtime", "vkdelegate_runner")
         shutil.copy2(built, ROOT / "runtime" / "vkdelegate_runner")
+        # The eager device's torch extension, built beside the module (CMakeLists.txt).
+        for eager_module in Path(self.build_lib, "vkdelegate", "eager").glob("_C.*.so"):
+            shutil.copy2(eager_module, ROOT / "eager" / eager_module.name)
 
 
 PACKAGES = ["vkdelegate"] + [
     "vkdelegate." + p for p in (
         "backends", "partitioner", "serialization", "serialization.generated",
         "serialization.generated.vkdelegate", "serialization.generated.vkdelegate.fb",
-        "runtime", "examples", "examples.models", "docs", "quant", "cli")
+        "runtime", "examples", "examples.models", "docs", "quant", "cli", "eager")
 ]
 
 setup(

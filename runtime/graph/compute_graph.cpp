@@ -1173,6 +1173,10 @@ void ComputeGraph::record() {
     }
   }
 
+  if (epilogue_) {
+    memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, kTransferRW);
+    epilogue_(cmd);
+  }
   bool read_back = false;
   for (int id : output_ids_) {
     const Tensor& t = std::get<Tensor>(values_[id]);
@@ -1388,6 +1392,11 @@ void ComputeGraph::set_profiling(bool on) {
 
 void ComputeGraph::set_prologue(std::function<void(VkCommandBuffer)> prologue) {
   prologue_ = std::move(prologue);
+  recorded_ = false;
+}
+
+void ComputeGraph::set_epilogue(std::function<void(VkCommandBuffer)> epilogue) {
+  epilogue_ = std::move(epilogue);
   recorded_ = false;
 }
 

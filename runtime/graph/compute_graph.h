@@ -175,6 +175,13 @@ class ComputeGraph {
   // barrier; with profiling they fall before the first timestamp, outside every
   // dispatch's time (vkdelegate_runner --flush-l2 evicts the GPU's cache here). Null: none.
   void set_prologue(std::function<void(VkCommandBuffer)> prologue);
+  // Commands recorded after the last dispatch, behind a barrier that makes the dispatches'
+  // writes visible to transfers, and before the outputs' read back (the eager device copies
+  // the outputs into its tensors' buffers here). Null: none.
+  void set_epilogue(std::function<void(VkCommandBuffer)> epilogue);
+  // The device buffer that holds input or output i on the GPU (in its storage type).
+  VkBuffer input_buffer(size_t i) const { return storages_[input(i).storage].buffer->handle(); }
+  VkBuffer output_buffer(size_t i) const { return storages_[output(i).storage].buffer->handle(); }
   const std::vector<NodeTiming>& timings() const { return timings_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   // The ops of the blob's chain, by chain index (Node::source): each op's name (the names the
@@ -261,6 +268,7 @@ class ComputeGraph {
   VkQueryPool query_pool_ = VK_NULL_HANDLE;
   bool profiling_ = false;
   std::function<void(VkCommandBuffer)> prologue_;
+  std::function<void(VkCommandBuffer)> epilogue_;
   bool dirty_sizes_ = false;
   bool recorded_ = false;
   std::vector<NodeTiming> timings_;

@@ -17,6 +17,11 @@
 namespace py = pybind11;
 using namespace vkd;
 
+namespace vkd {
+// eager/csrc/runtime_table.cpp: the eager device's buffers, copies and one-op graph runs.
+void register_eager(py::module_& m);
+}  // namespace vkd
+
 namespace {
 
 const char* numpy_name(DType t) {
@@ -377,6 +382,7 @@ PYBIND11_MODULE(_vkdelegate, m) {
   py::register_exception<OutOfMemoryError>(m, "OutOfMemoryError", vulkan_error.ptr());
 
   m.attr("BACKEND_ID") = kBackendId;
+  register_eager(m);
   m.def("is_available", [] { return Context::get() != nullptr; },
         "Whether a Vulkan device can be used.");
   m.def("unavailable_reason", [] { Context::get(); return Context::unavailable_reason(); });

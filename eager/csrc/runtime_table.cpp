@@ -1,0 +1,252 @@
+// The runtime's half of the eager device (compiled into vkdelegate.runtime._vkdelegate, which
+// owns the one Vulkan Context): device buffers for the torch extension's tensors, copies
+// between them and the host (the C table of device_table.h, in a PyCapsule), and one-op graphs
+// run on those buffers (_eager_run).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../../runtime/graph/compute_graph.h"
+#include "../../runtime/vk/context.h"
+#include "../../runtime/vk/memory.h"
+#include "device_table.h"
+
+namespace py = pybind11;
+
+namespace vkd {
+namespace {
+
+thread_local std::string g_last_error;
+
+// Copies and staging share one command stream; the lock serializes its users.
+std::mutex g_stream_mutex;
+std::unique_ptr<CommandStream> g_stream;
+
+constexpr VkAccessFlags kAllRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkPipelineStageFlags kComputeTransfer =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+
+void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = kAllRW;
+  b.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(cmd, kComputeTransfer, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+Context& context() {
+  Context* ctx = Context::get();
+  if (!ctx) throw VulkanError("no Vulkan device is available: " + Context::unavailable_reason());
+  return *ctx;
+}
+
+// Records fn(cmd) between full barriers and waits for it.
+template <typename Fn>
+void run_commands(Context& ctx, Fn&& fn) {
+  std::lock_guard<std::mutex> lock(g_stream_mutex);
+  if (!g_stream) g_stream = std::make_unique<CommandStream>(ctx);
+  VkCommandBuffer cmd = g_stream->begin();
+  barrier(cmd, kComputeTransfer, kAllRW);
+  fn(cmd);
+  barrier(cmd, kComputeTransfer | VK_PIPELINE_STAGE_HOST_BIT, kAllRW | VK_ACCESS_HOST_READ_BIT);
+  g_stream->end();
+  g_stream->submit_and_wait();
+}
+
+template <typename Fn>
+int guarded(Fn&& fn) {
+  try {
+    fn();
+    return VKD_EAGER_OK;
+  } catch (const OutOfMemoryError& e) {
+    g_last_error = e.what();
+    return VKD_EAGER_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return VKD_EAGER_ERROR;
+  }
+}
+
+void check_range(const Buffer* b, uint64_t offset, uint64_t nbytes, const char* what) {
+  if (offset > b->size() || nbytes > b->size() - offset) {
+    throw VulkanError(std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                      std::to_string(offset + nbytes) + ") are outside a buffer of " +
+                      std::to_string(b->size()));
+  }
+}
+
+int eager_alloc(uint64_t nbytes, void** out) {
+  return guarded([&] {
+    // Rounded up to 4 bytes: a one-op graph's copies and fills work in words.
+    auto* b = new Buffer(context(), (std::max<uint64_t>(nbytes, 1) + 3) / 4 * 4, MemoryUsage::Device);
+    *out = b;
+  });
+}
+
+void eager_release(void* buffer) { delete static_cast<Buffer*>(buffer); }
+
+int eager_write(void* buffer, uint64_t offset, const void* src, uint64_t nbytes) {
+  return guarded([&] {
+    auto* b = static_cast<Buffer*>(buffer);
+    check_range(b, offset, nbytes, "write");
+    if (nbytes == 0) return;
+    if (b->mapped()) {
+      std::memcpy(b->mapped() + offset, src, nbytes);
+      return;
+    }
+    Context& ctx = context();
+    Buffer staging(ctx, nbytes, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+    std::memcpy(staging.mapped(), src, nbytes);
+    run_commands(ctx, [&](VkCommandBuffer cmd) {
+      VkBufferCopy region{0, offset, nbytes};
+      vkCmdCopyBuffer(cmd, staging.handle(), b->handle(), 1, &region);
+    });
+  });
+}
+
+int eager_read(const void* buffer, uint64_t offset, void* dst, uint64_t nbytes) {
+  return guarded([&] {
+    const auto* b = static_cast<const Buffer*>(buffer);
+    check_range(b, offset, nbytes, "read");
+    if (nbytes == 0) return;
+    if (b->mapped()) {
+      std::memcpy(dst, b->mapped() + offset, nbytes);
+      return;
+    }
+    Context& ctx = context();
+    Buffer staging(ctx, nbytes, MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    run_commands(ctx, [&](VkCommandBuffer cmd) {
+      VkBufferCopy region{offset, 0, nbytes};
+      vkCmdCopyBuffer(cmd, b->handle(), staging.handle(), 1, &region);
+    });
+    std::memcpy(dst, staging.mapped(), nbytes);
+  });
+}
+
+int eager_copy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset, uint64_t nbytes) {
+  return guarded([&] {
+    const auto* s = static_cast<const Buffer*>(src);
+    auto* d = static_cast<Buffer*>(dst);
+    check_range(s, src_offset, nbytes, "copy source");
+    check_range(d, dst_offset, nbytes, "copy destination");
+    if (nbytes == 0) return;
+    if (s == d && src_offset < dst_offset + nbytes && dst_offset < src_offset + nbytes) {
+      throw VulkanError("copy: overlapping source and destination");
+    }
+    run_commands(context(), [&](VkCommandBuffer cmd) {
+      VkBufferCopy region{src_offset, dst_offset, nbytes};
+      vkCmdCopyBuffer(cmd, s->handle(), d->handle(), 1, &region);
+    });
+  });
+}
+
+const char* eager_last_error() { return g_last_error.c_str(); }
+
+const VkdEagerTable kTable = {
+    VKD_EAGER_TABLE_VERSION, &eager_alloc, &eager_release, &eager_write,
+    &eager_read,             &eager_copy,  &eager_last_error,
+};
+
+// One graph input or output on a device tensor's buffer: the buffer handle (the torch
+// tensor's storage data pointer), the byte offset of its first element, and (inputs) its sizes.
+struct Binding {
+  Buffer* buffer;
+  uint64_t offset;
+  Sizes sizes;
+};
+
+bool same_bytes(const Tensor& t) { return storage_size(t.storage_type) == dtype_size(t.dtype); }
+
+// Runs a one-op graph on device tensors. Where the graph stores a tensor as its dtype's bytes
+// (float32, float16, int32; int64 where the device has int64), the input and output copies are
+// device-to-device copies recorded in the graph's own command buffer (its prologue and
+// epilogue); bool and 8-bit tensors (int32 on the GPU), and int64 stored as int32, go through
+// the host, converted as a delegate's inputs and outputs are.
+void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs) {
+  if (inputs.size() != g.num_inputs() || outputs.size() != g.num_outputs()) {
+    throw GraphError("eager run: the graph has " + std::to_string(g.num_inputs()) + " inputs and " +
+                     std::to_string(g.num_outputs()) + " outputs; got " + std::to_string(inputs.size()) +
+                     " and " + std::to_string(outputs.size()));
+  }
+  std::vector<uint8_t> host;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    g.set_input_sizes(i, inputs[i].sizes);
+    const Tensor& t = g.input(i);
+    check_range(inputs[i].buffer, inputs[i].offset, t.nbytes(), "graph input");
+    if (!same_bytes(t)) {
+      host.resize(t.nbytes());
+      if (eager_read(inputs[i].buffer, inputs[i].offset, host.data(), host.size()) != VKD_EAGER_OK) {
+        throw VulkanError(g_last_error);
+      }
+      g.copy_input(i, host.data(), host.size());
+    }
+  }
+  g.set_prologue([&g, inputs](VkCommandBuffer cmd) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = g.input(i);
+      if (!same_bytes(t) || t.storage_nbytes() == 0) continue;
+      VkBufferCopy region{inputs[i].offset, 0, t.storage_nbytes()};
+      vkCmdCopyBuffer(cmd, inputs[i].buffer->handle(), g.input_buffer(i), 1, &region);
+    }
+  });
+  g.set_epilogue([&g, outputs](VkCommandBuffer cmd) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor& t = g.output(i);
+      if (!same_bytes(t) || t.storage_nbytes() == 0) continue;
+      VkBufferCopy region{0, outputs[i].offset, t.storage_nbytes()};
+      vkCmdCopyBuffer(cmd, g.output_buffer(i), outputs[i].buffer->handle(), 1, &region);
+    }
+  });
+  // Records with the sizes of these inputs, then checks the outputs fit before anything runs.
+  g.prepare();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    check_range(outputs[i].buffer, outputs[i].offset, g.output(i).nbytes(), "graph output");
+  }
+  g.execute();
+  // The next run binds other buffers: keep no handles to these.
+  g.set_prologue(nullptr);
+  g.set_epilogue(nullptr);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = g.output(i);
+    if (same_bytes(t)) continue;
+    host.resize(t.nbytes());
+    g.copy_output(i, host.data(), host.size());
+    if (eager_write(outputs[i].buffer, outputs[i].offset, host.data(), host.size()) != VKD_EAGER_OK) {
+      throw VulkanError(g_last_error);
+    }
+  }
+}
+
+std::vector<Binding> bindings(const py::list& items, bool with_sizes) {
+  std::vector<Binding> out;
+  for (const py::handle& item : items) {
+    const auto t = item.cast<py::tuple>();
+    Binding b{reinterpret_cast<Buffer*>(t[0].cast<uintptr_t>()), t[1].cast<uint64_t>(), {}};
+    if (b.buffer == nullptr) throw GraphError("eager run: a tensor without device memory");
+    if (with_sizes) b.sizes = t[2].cast<Sizes>();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_eager(py::module_& m) {
+  m.attr("_eager_device_table") =
+      py::capsule(const_cast<VkdEagerTable*>(&kTable), VKD_EAGER_TABLE_CAPSULE);
+  m.def("_eager_run", [](ComputeGraph& g, const py::list& inputs, const py::list& outputs) {
+    const std::vector<Binding> in = bindings(inputs, true), out = bindings(outputs, false);
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(g.mutex());
+    run_on_buffers(g, in, out);
+  }, py::arg("graph"), py::arg("inputs"), py::arg("outputs"),
+     "Runs a graph on the eager device's buffers: inputs [(buffer, byte offset, sizes)], outputs "
+     "[(buffer, byte offset)] (vkdelegate.eager; buffers are its tensors' storage data pointers).");
+}
+
+}  // namespace vkd

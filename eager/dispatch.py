@@ -1,0 +1,303 @@
+"""Ops on the eager vulkan device through the delegate's kernels.
+
+Each op the registry (op_registry.py) covers gets a PrivateUse1 kernel here. A call builds a
+one-op graph the way preprocess does (an fx node of the edge op with meta tensors, the
+registry's checks, GraphIR, memory planning, serialize_graph) once per (op, input sizes and
+dtypes, other arguments), loads it on the runtime, caches it, and runs it on the device
+tensors' buffers (the runtime's _eager_run: device-to-device copies in the graph's command
+buffer). A call the registry rejects, or whose graph the runtime cannot build, runs on the CPU,
+with one warning per op; so do ops with no kernel here (the C++ fallback in csrc/).
+"""
+
+import threading
+import warnings
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from executorch.exir.dialects._ops import ops as exir_ops
+from torch.utils._pytree import tree_map
+
+from ..backends.memory_planning import plan_memory
+from ..fx_nodes import op_name, schema_arguments
+from ..op_registry import REGISTRY, aliasing_op_names, state_update_positions
+from ..runtime import _vkdelegate
+from ..serialization.blob import serialize_graph
+from ..serialization.graph_ir import (
+    BoolListValue,
+    BoolValue,
+    DoubleListValue,
+    DoubleValue,
+    GraphIR,
+    IntListValue,
+    IntValue,
+    NullValue,
+    OpCall,
+    StringValue,
+    TensorValue,
+    ValueListValue,
+)
+from ..serialization.torch_dtypes import schema_dtype
+from . import DEVICE, _C
+
+# Entries that need no kernel of their own here: copies and conversions go through copy_
+# (csrc/), and an update of state in place has no meaning for a one-op graph.
+_SKIPPED_ENTRIES = {"clone", "to_copy"}
+
+_lock = threading.Lock()
+_cache: Dict[tuple, "_Cached"] = {}
+_stats = {"graphs": 0, "hits": 0, "misses": 0, "fallback_calls": 0}
+_warned: set = set()
+_aliasing = aliasing_op_names()
+
+
+class _Cached:
+    """A key's one-op graph and its outputs' (sizes, dtype), or why it runs on the CPU."""
+
+    def __init__(self, graph=None, outputs=None, multi: bool = False, reason: Optional[str] = None):
+        self.graph = graph
+        self.outputs = outputs
+        self.multi = multi
+        self.reason = reason
+
+
+def cache_stats() -> Dict[str, Any]:
+    """One-op graphs built, cache hits and misses (a miss builds a graph or finds the op must
+    fall back), calls that ran on the CPU, and the ops that did (with either fallback)."""
+    with _lock:
+        stats = dict(_stats)
+        stats["cached_keys"] = len(_cache)
+    stats["fallback_ops"] = sorted(set(_warned) | set(_C.fallback_ops()))
+    return stats
+
+
+def clear_cache() -> None:
+    """Drops every cached graph and zeroes the counters (the warnings already given stay given)."""
+    with _lock:
+        _cache.clear()
+        for key in _stats:
+            _stats[key] = 0
+
+
+def _is_device(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == DEVICE
+
+
+def _check_call(name: str, args: tuple, kwargs: dict) -> None:
+    if torch._C._current_graph_task_id() != -1:
+        raise RuntimeError(
+            f"vulkan device: {name} in a backward pass: autograd is not supported on the eager vulkan "
+            "device (run the model under torch.no_grad() or torch.inference_mode())")
+    for item in torch.utils._pytree.tree_leaves((args, kwargs)):
+        if isinstance(item, torch.Tensor) and not _is_device(item) and not (item.device.type == "cpu" and item.dim() == 0):
+            raise RuntimeError(
+                f"vulkan device: {name} got tensors on vulkan and on {item.device}; move them to one device "
+                "(a 0-dim CPU tensor is the one exception)")
+
+
+def _warn_once(name: str, reason: str) -> None:
+    with _lock:
+        first = name not in _warned
+        _warned.add(name)
+    if first:
+        warnings.warn(f"vulkan device: {name} runs on the CPU here ({reason}); its tensors are copied there and "
+                      "back. This warning is shown once per op.", stacklevel=3)
+
+
+def _cpu_fallback(op, name: str, args: tuple, kwargs: dict, reason: str):
+    _warn_once(name, reason)
+    with _lock:
+        _stats["fallback_calls"] += 1
+
+    def to_cpu(item):
+        if _is_device(item):
+            return item.cpu()
+        if isinstance(item, torch.device) and item.type == DEVICE:
+            return torch.device("cpu")
+        return item
+
+    result = op(*tree_map(to_cpu, args), **tree_map(to_cpu, kwargs))
+    return tree_map(lambda item: item.to(DEVICE) if isinstance(item, torch.Tensor) else item, result)
+
+
+def _same_kind(a: torch.dtype, b: torch.dtype) -> bool:
+    return a.is_floating_point == b.is_floating_point and (a == torch.bool) == (b == torch.bool)
+
+
+def _scalars_to_device(args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+    """0-dim CPU tensors (Python numbers that PyTorch wrapped) as device tensors, in the dtype of
+    the device tensors beside them where both are floats or both integers: PyTorch computes
+    such a scalar in the other tensor's dtype anyway (a wrapped float is float64)."""
+    device_dtypes = [item.dtype for item in torch.utils._pytree.tree_leaves((args, kwargs)) if _is_device(item)]
+
+    def move(item):
+        if isinstance(item, torch.Tensor) and not _is_device(item):
+            dtype = next((d for d in device_dtypes if _same_kind(d, item.dtype)), item.dtype)
+            return item.to(device=DEVICE, dtype=dtype)
+        return item
+
+    return tree_map(move, args), tree_map(move, kwargs)
+
+
+def _key_of(item: Any):
+    if isinstance(item, torch.Tensor):
+        return ("T", tuple(item.shape), item.dtype)
+    if isinstance(item, (list, tuple)):
+        return tuple(_key_of(each) for each in item)
+    if isinstance(item, float):
+        return ("f", item)  # 1.0 and 1 are different arguments
+    return item
+
+
+def _meta(item: Any):
+    if isinstance(item, torch.Tensor):
+        return torch.empty(item.shape, dtype=item.dtype, device="meta")
+    if isinstance(item, torch.device):
+        return torch.device("meta")
+    return item
+
+
+def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
+    _check_call(name, args, kwargs)
+    args, kwargs = _scalars_to_device(args, kwargs)
+    tensors = [item for item in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(item, torch.Tensor)]
+    if any(item.numel() == 0 for item in tensors):
+        return _cpu_fallback(op, name, args, kwargs, "an empty tensor")
+    key = (name, _key_of(args), _key_of(tuple(sorted(kwargs.items()))))
+    with _lock:
+        cached = _cache.get(key)
+        _stats["hits" if cached is not None else "misses"] += 1
+    if cached is None:
+        cached = _build(op, edge_target, args, kwargs)
+        with _lock:
+            _cache[key] = cached
+            if cached.graph is not None:
+                _stats["graphs"] += 1
+    if cached.reason is not None:
+        return _cpu_fallback(op, name, args, kwargs, cached.reason)
+    inputs = []
+    for item in tensors:
+        if not item.is_contiguous():
+            # The graph's inputs are contiguous: a strided view is gathered first (csrc/ copy_).
+            item = torch.empty(item.shape, dtype=item.dtype, device=DEVICE).copy_(item)
+        inputs.append((item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size(),
+                       list(item.shape)))
+    outputs = [None if spec is None else torch.empty(spec[0], dtype=spec[1], device=DEVICE) for spec in cached.outputs]
+    _vkdelegate._eager_run(cached.graph, inputs, [(out.untyped_storage().data_ptr(), 0) for out in outputs
+                                                  if out is not None])
+    return tuple(outputs) if cached.multi else outputs[0]
+
+
+def _build(op, edge_target, args: tuple, kwargs: dict) -> _Cached:
+    """The one-op graph of this call, or the reason it cannot have one."""
+    try:
+        expected = op(*tree_map(_meta, args), **tree_map(_meta, kwargs))
+    except Exception as error:  # the op cannot say its output sizes without data
+        return _Cached(reason=f"its output sizes depend on values ({type(error).__name__})")
+    multi = isinstance(expected, (tuple, list))
+    outputs = list(expected) if multi else [expected]
+    if not all(item is None or isinstance(item, torch.Tensor) for item in outputs):
+        return _Cached(reason="it returns non-tensor values")
+    fx = torch.fx.Graph()
+    placeholders = {}
+
+    def to_node(item):
+        if isinstance(item, torch.Tensor):
+            node = fx.placeholder(f"input_{len(placeholders)}")
+            node.meta["val"] = _meta(item)
+            placeholders[node] = item
+            return node
+        return item
+
+    node = fx.call_function(edge_target, tree_map(to_node, args), tree_map(to_node, kwargs))
+    node.meta["val"] = expected
+    entry, reason = REGISTRY.lookup(node)
+    if entry is None:
+        return _Cached(reason=reason)
+    try:
+        graph = _graph_ir(node, placeholders, outputs)
+        plan_memory(graph, lambda op: op in _aliasing, state_update_positions)
+        loaded = _vkdelegate.Graph(serialize_graph(graph))
+    except (ValueError, RuntimeError) as error:
+        return _Cached(reason=f"the runtime cannot build it: {error}")
+    specs = [None if item is None else (tuple(item.shape), item.dtype) for item in outputs]
+    return _Cached(graph=loaded, outputs=specs, multi=multi)
+
+
+def _graph_ir(node: torch.fx.Node, placeholders: Dict[torch.fx.Node, torch.Tensor],
+              outputs: List[Optional[torch.Tensor]]) -> GraphIR:
+    """The GraphIR of one call: every schema argument a value (tensors the graph's inputs, in
+    placeholder order, as _run binds them), then the outputs."""
+    graph = GraphIR()
+    tensor_ids = {}
+    for placeholder, tensor in placeholders.items():
+        tensor_ids[placeholder] = graph.add_value(TensorValue(schema_dtype(tensor.dtype), tuple(tensor.shape)))
+        graph.input_ids.append(tensor_ids[placeholder])
+
+    def value_id(argument: torch.Argument, value: Any) -> int:
+        if isinstance(value, torch.fx.Node):
+            return tensor_ids[value]
+        if isinstance(value, (list, tuple)):
+            if any(isinstance(item, torch.fx.Node) for item in value) or "Tensor" in str(argument.type):
+                return graph.add_value(ValueListValue(tuple(
+                    graph.add_value(NullValue()) if item is None else tensor_ids[item] for item in value)))
+            if all(isinstance(item, bool) for item in value) and value:
+                return graph.add_value(BoolListValue(tuple(value)))
+            if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+                return graph.add_value(IntListValue(tuple(value)))
+            return graph.add_value(DoubleListValue(tuple(float(item) for item in value)))
+        return graph.add_value(_scalar(value))
+
+    args = [value_id(argument, value) for argument, value in schema_arguments(node)]
+    out_ids = [graph.add_value(NullValue()) if item is None else
+               graph.add_value(TensorValue(schema_dtype(item.dtype), tuple(item.shape))) for item in outputs]
+    graph.chain.append(OpCall(op_name(node.target), tuple(args + out_ids), len(out_ids)))
+    graph.output_ids = [value for value, item in zip(out_ids, outputs) if item is not None]
+    return graph
+
+
+def _scalar(value: Any):
+    if value is None or isinstance(value, (torch.memory_format, torch.layout, torch.device)):
+        return NullValue()
+    if isinstance(value, bool):
+        return BoolValue(value)
+    if isinstance(value, int):
+        return IntValue(value)
+    if isinstance(value, float):
+        return DoubleValue(value)
+    if isinstance(value, str):
+        return StringValue(value)
+    if isinstance(value, torch.dtype):
+        return IntValue(int(schema_dtype(value)))
+    raise ValueError(f"cannot serialize argument {value!r}")
+
+
+def _kernel(op, edge_target):
+    name = op_name(op)
+
+    def kernel(*args, **kwargs):
+        return _run(op, edge_target, name, args, kwargs)
+
+    return kernel
+
+
+_libraries: Dict[str, torch.library.Library] = {}
+
+
+def _register_kernels() -> List[str]:
+    """A PrivateUse1 kernel for every ATen and et_vk overload of the registry's entries."""
+    names = []
+    for entry in REGISTRY:
+        if entry.name in _SKIPPED_ENTRIES or entry.fused or entry.updates_state:
+            continue
+        for target in entry.targets:
+            op = getattr(target, "_op", None)
+            if not isinstance(op, torch._ops.OpOverload) or op.namespace not in ("aten", "et_vk"):
+                continue
+            library = _libraries.setdefault(op.namespace, torch.library.Library(op.namespace, "IMPL"))
+            overload = op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else f".{op._overloadname}")
+            library.impl(overload, _kernel(op, target), "PrivateUse1")
+            names.append(op_name(op))
+    return names
+
+
+REGISTERED_OPS = _register_kernels()

@@ -1,0 +1,201 @@
+"""The eager vulkan device (vkdelegate.eager): tensors in the runtime's Vulkan memory, copies,
+views, registry ops as cached one-op graphs against eager CPU PyTorch, the CPU fallback, and
+the errors (docs/eager.md)."""
+import warnings
+
+import pytest
+import torch
+
+import vkdelegate.eager as eager
+from helpers import TOLERANCES
+from op_samples import SAMPLES
+from vkdelegate.examples.models import MODELS
+from vkdelegate.op_registry import REGISTRY
+
+DEV = "vulkan"
+
+
+def test_the_device_is_vulkan():
+    assert eager.is_available() and eager.device_name()
+    x = torch.ones(3, device=DEV)
+    assert x.device.type == DEV and x.device == torch.device("vulkan:0")
+    assert x.device == torch.device("privateuseone:0")  # our backend, not PyTorch's own Vulkan
+    assert x.is_vulkan and not torch.ones(3).is_vulkan
+    assert torch.vulkan.is_available() and torch.vulkan.device_count() == 1
+    assert "device='vulkan:0'" in repr(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.int64, torch.bool])
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 2), (1,), ()])
+def test_round_trip(dtype, shape):
+    torch.manual_seed(0)
+    x = (torch.randn(shape) * 100).to(dtype)
+    y = x.to(DEV)
+    assert y.dtype == dtype and y.shape == x.shape
+    assert torch.equal(y.cpu(), x)
+    assert torch.equal(y.clone().cpu(), x)  # device -> device
+
+
+def test_strided_views_and_copies():
+    torch.manual_seed(0)
+    x = torch.randn(5, 6, 7)
+    y = x.to(DEV)
+    views = {
+        "transpose": lambda t: t.transpose(0, 2),
+        "t": lambda t: t[0].t(),
+        "permute": lambda t: t.permute(2, 0, 1),
+        "select": lambda t: t.select(1, 3),
+        "slice": lambda t: t[1:4, ::2, 3:],
+        "expand": lambda t: t[:, :1].expand(5, 4, 7),
+        "unsqueeze_squeeze": lambda t: t.unsqueeze(1).squeeze(1),
+        "view_reshape": lambda t: t.view(30, 7).reshape(5, 42),
+        "as_strided": lambda t: t.as_strided((3, 3), (8, 2), 5),
+        "chain": lambda t: t.permute(1, 0, 2)[2:, :, 1::3].transpose(0, 1).unsqueeze(0),
+    }
+    for name, view in views.items():
+        got = view(y)
+        assert got.untyped_storage().data_ptr() == y.untyped_storage().data_ptr(), name  # metadata only
+        assert torch.equal(got.cpu(), view(x)), name
+        contiguous = got.contiguous()
+        assert contiguous.is_contiguous() and torch.equal(contiguous.cpu(), view(x).contiguous()), name
+    # Writes into strided views land where they should, and nowhere else.
+    z = y.clone()
+    expected = x.clone()
+    z[:, 1::2, 2] = torch.arange(15.0).reshape(5, 3).to(DEV)
+    expected[:, 1::2, 2] = torch.arange(15.0).reshape(5, 3)
+    z.transpose(0, 1)[0].fill_(-1.0)
+    expected.transpose(0, 1)[0].fill_(-1.0)
+    assert torch.equal(z.cpu(), expected)
+    # Overlapping source and destination in one buffer.
+    w = torch.arange(10.0).to(DEV)
+    w[1:].copy_(w[:-1].clone())
+    w[2:6] = w[0:4]
+    reference = torch.arange(10.0)
+    reference[1:].copy_(reference[:-1].clone())
+    reference[2:6] = reference[0:4].clone()
+    assert torch.equal(w.cpu(), reference)
+
+
+def test_factories_and_printing():
+    torch.manual_seed(3)
+    a = torch.randn(4, 5, device=DEV)
+    torch.manual_seed(3)
+    assert torch.equal(a.cpu(), torch.randn(4, 5))
+    assert torch.equal(torch.zeros(3, 2, device=DEV).cpu(), torch.zeros(3, 2))
+    assert torch.equal(torch.full((2, 3), 7, dtype=torch.int32, device=DEV).cpu(), torch.full((2, 3), 7, dtype=torch.int32))
+    assert torch.equal(torch.tensor([[1, 2], [3, 4]], device=DEV).cpu(), torch.tensor([[1, 2], [3, 4]]))
+    assert torch.empty(0, 3, device=DEV).cpu().shape == (0, 3)
+    e = torch.empty(2, 3, device=DEV).zero_()
+    assert torch.equal(e.cpu(), torch.zeros(2, 3))
+    assert torch.tensor(2.5, device=DEV).item() == 2.5
+    out = torch.empty(0, device=DEV)
+    torch.randn(6, out=out)  # resize_ and _copy_from_and_resize
+    assert out.shape == (6,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # printing copies to the CPU; no op falls back
+        text = str(torch.arange(6.0).reshape(2, 3).to(DEV))
+    assert text == "tensor([[0., 1., 2.],\n        [3., 4., 5.]], device='vulkan:0')"
+    model = torch.nn.Linear(3, 2).vulkan()
+    assert model.weight.device.type == DEV
+
+
+def _tolerance(entry, dtype):
+    kind = entry.kind if entry.kind in TOLERANCES else "matmul"
+    return TOLERANCES[f"fp16_{kind}" if dtype == torch.float16 else kind]
+
+
+def _to_device(value):
+    return value.to(DEV) if isinstance(value, torch.Tensor) else value
+
+
+# Registry entries whose samples run eagerly here, one of each kind of op.
+EAGER_ENTRIES = ["add", "mul", "div", "relu", "gelu", "mm", "addmm", "linear", "bmm", "softmax", "log_softmax",
+                 "native_layer_norm", "convolution", "sum", "mean", "amax", "argmax", "var", "cat", "where",
+                 "comparison", "exp", "embedding", "index_select", "permute_copy", "max_pool2d_with_indices"]
+
+
+@pytest.mark.parametrize("entry_name", EAGER_ENTRIES)
+def test_registry_samples_match_cpu(entry_name):
+    entry = next(e for e in REGISTRY if e.name == entry_name)
+    eager.clear_cache()
+    for case in SAMPLES[entry_name]():
+        module = case.module.eval()
+        with torch.no_grad():
+            expected = module(*case.inputs)
+            got = module.to(DEV)(*[_to_device(item) for item in case.inputs])
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got = got if isinstance(got, tuple) else (got,)
+        for want, have in zip(expected, got):
+            assert have.device.type == DEV, case.case_id
+            dtype = next((item.dtype for item in case.inputs if isinstance(item, torch.Tensor)), want.dtype)
+            torch.testing.assert_close(have.cpu(), want, **_tolerance(entry, dtype), equal_nan=True,
+                                       msg=lambda m: f"{entry_name} {case.case_id}: {m}")
+    assert eager.cache_stats()["graphs"] > 0, f"no {entry_name} sample ran through a one-op graph"
+
+
+def test_cache_hits_on_repeat():
+    eager.clear_cache()
+    a, b = torch.randn(8, 8, device=DEV), torch.randn(8, 8, device=DEV)
+    first = torch.mm(a, b)
+    stats = eager.cache_stats()
+    assert stats["graphs"] == 1 and stats["misses"] == 1 and stats["hits"] == 0
+    for _ in range(3):
+        again = torch.mm(a, b)
+    stats = eager.cache_stats()
+    assert stats["graphs"] == 1 and stats["hits"] == 3
+    assert torch.equal(again.cpu(), first.cpu())
+    torch.mm(torch.randn(4, 8, device=DEV), b)  # new sizes: a new graph
+    assert eager.cache_stats()["graphs"] == 2
+
+
+def test_fallback_runs_on_cpu_and_warns_once():
+    x = torch.randn(10)
+    y = x.to(DEV)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = torch.cumsum(y, 0)  # no kernel on the device
+        second = torch.cumsum(y, 0)
+    messages = [str(w.message) for w in caught if "cumsum" in str(w.message)]
+    assert len(messages) == 1 and "runs on the CPU" in messages[0]
+    assert first.device.type == DEV
+    assert torch.equal(first.cpu(), torch.cumsum(x, 0)) and torch.equal(second.cpu(), first.cpu())
+    assert "aten::cumsum" in eager.cache_stats()["fallback_ops"]
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer_block"])
+def test_example_models_on_the_device(name):
+    model, inputs = MODELS[name]()
+    with torch.no_grad():
+        expected = model(*inputs)
+        got = model.to(DEV)(*[item.to(DEV) for item in inputs])
+    torch.testing.assert_close(got.cpu(), expected, **TOLERANCES["model"])
+
+
+def test_unsupported_dtype_is_an_error():
+    with pytest.raises(RuntimeError, match="dtype ComplexFloat is not supported"):
+        torch.zeros(3, dtype=torch.complex64, device=DEV)
+    with pytest.raises(RuntimeError, match="is not supported"):
+        torch.zeros(3, dtype=torch.complex64).to(DEV)
+
+
+def test_mixing_devices_is_an_error():
+    a = torch.randn(4, device=DEV)
+    with pytest.raises(RuntimeError, match="got tensors on vulkan and on cpu"):
+        a + torch.randn(4)
+    with pytest.raises(RuntimeError, match="got tensors on vulkan and on cpu"):
+        torch.cumsum(a, 0) + torch.randn(4)  # an op of the fallback
+    # A 0-dim CPU tensor (a scalar) is fine, as in PyTorch.
+    assert torch.allclose((a + torch.tensor(2.0)).cpu(), a.cpu() + 2)
+
+
+def test_backward_is_an_error():
+    x = torch.randn(4, 3, device=DEV, requires_grad=True)
+    w = torch.randn(3, 2, device=DEV)
+    y = (x @ w).sum()
+    with pytest.raises(RuntimeError, match="autograd is not supported on the eager vulkan device"):
+        y.backward()
+
+
+def test_too_large_is_an_error():
+    with pytest.raises(torch.OutOfMemoryError, match="vulkan device: allocating"):
+        torch.empty(1 << 42, dtype=torch.uint8, device=DEV)
