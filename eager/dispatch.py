@@ -123,19 +123,27 @@ def _same_kind(a: torch.dtype, b: torch.dtype) -> bool:
     return a.is_floating_point == b.is_floating_point and (a == torch.bool) == (b == torch.bool)
 
 
-def _scalars_to_device(args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
-    """0-dim CPU tensors (Python numbers that PyTorch wrapped) as device tensors, in the dtype of
-    the device tensors beside them where both are floats or both integers: PyTorch computes
-    such a scalar in the other tensor's dtype anyway (a wrapped float is float64)."""
-    device_dtypes = [item.dtype for item in torch.utils._pytree.tree_leaves((args, kwargs)) if _is_device(item)]
+def _scalars_to_device(op, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+    """Scalars where the schema wants a tensor as device tensors: 0-dim CPU tensors, and Python
+    numbers (a number PyTorch wrapped in a tensor reaches a Python kernel as the number). They
+    take the dtype PyTorch computes them in beside the device tensors (torch.result_type: a
+    wrapped float is float64, but float32 + 2.0 is float32)."""
+    device_tensors = [item for item in torch.utils._pytree.tree_leaves((args, kwargs)) if _is_device(item)]
 
     def move(item):
         if isinstance(item, torch.Tensor) and not _is_device(item):
-            dtype = next((d for d in device_dtypes if _same_kind(d, item.dtype)), item.dtype)
+            dtype = next((d.dtype for d in device_tensors if _same_kind(d.dtype, item.dtype)), item.dtype)
             return item.to(device=DEVICE, dtype=dtype)
+        if isinstance(item, (bool, int, float)) and device_tensors:
+            return torch.tensor(item, dtype=torch.result_type(device_tensors[0], item), device=DEVICE)
         return item
 
-    return tree_map(move, args), tree_map(move, kwargs)
+    args = list(args)
+    for index, argument in enumerate(op._schema.arguments[:len(args)]):
+        if str(argument.type) == "Tensor" or isinstance(args[index], torch.Tensor):
+            args[index] = move(args[index])
+    kwargs = {name: move(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()}
+    return tuple(args), kwargs
 
 
 def _key_of(item: Any):
@@ -158,7 +166,7 @@ def _meta(item: Any):
 
 def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
     _check_call(name, args, kwargs)
-    args, kwargs = _scalars_to_device(args, kwargs)
+    args, kwargs = _scalars_to_device(op, args, kwargs)
     tensors = [item for item in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(item, torch.Tensor)]
     if any(item.numel() == 0 for item in tensors):
         return _cpu_fallback(op, name, args, kwargs, "an empty tensor")

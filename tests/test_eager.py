@@ -76,6 +76,7 @@ def test_strided_views_and_copies():
     assert torch.equal(w.cpu(), reference)
 
 
+@pytest.mark.filterwarnings("error")  # factories and printing run without the CPU fallback
 def test_factories_and_printing():
     torch.manual_seed(3)
     a = torch.randn(4, 5, device=DEV)
@@ -91,9 +92,7 @@ def test_factories_and_printing():
     out = torch.empty(0, device=DEV)
     torch.randn(6, out=out)  # resize_ and _copy_from_and_resize
     assert out.shape == (6,)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # printing copies to the CPU; no op falls back
-        text = str(torch.arange(6.0).reshape(2, 3).to(DEV))
+    text = str(torch.arange(6.0).reshape(2, 3).to(DEV))
     assert text == "tensor([[0., 1., 2.],\n        [3., 4., 5.]], device='vulkan:0')"
     model = torch.nn.Linear(3, 2).vulkan()
     assert model.weight.device.type == DEV
@@ -112,6 +111,8 @@ def _to_device(value):
 EAGER_ENTRIES = ["add", "mul", "div", "relu", "gelu", "mm", "addmm", "linear", "bmm", "softmax", "log_softmax",
                  "native_layer_norm", "convolution", "sum", "mean", "amax", "argmax", "var", "cat", "where",
                  "comparison", "exp", "embedding", "index_select", "permute_copy", "max_pool2d_with_indices"]
+# Views eagerly: metadata over the same storage, no kernel (a chain of them against the CPU).
+VIEW_ENTRIES = {"permute_copy"}
 
 
 @pytest.mark.parametrize("entry_name", EAGER_ENTRIES)
@@ -130,7 +131,8 @@ def test_registry_samples_match_cpu(entry_name):
             dtype = next((item.dtype for item in case.inputs if isinstance(item, torch.Tensor)), want.dtype)
             torch.testing.assert_close(have.cpu(), want, **_tolerance(entry, dtype), equal_nan=True,
                                        msg=lambda m: f"{entry_name} {case.case_id}: {m}")
-    assert eager.cache_stats()["graphs"] > 0, f"no {entry_name} sample ran through a one-op graph"
+    if entry_name not in VIEW_ENTRIES:
+        assert eager.cache_stats()["graphs"] > 0, f"no {entry_name} sample ran through a one-op graph"
 
 
 def test_cache_hits_on_repeat():
@@ -159,7 +161,7 @@ def test_fallback_runs_on_cpu_and_warns_once():
     assert len(messages) == 1 and "runs on the CPU" in messages[0]
     assert first.device.type == DEV
     assert torch.equal(first.cpu(), torch.cumsum(x, 0)) and torch.equal(second.cpu(), first.cpu())
-    assert "aten::cumsum" in eager.cache_stats()["fallback_ops"]
+    assert any(name.startswith("aten::cumsum") for name in eager.cache_stats()["fallback_ops"])
 
 
 @pytest.mark.parametrize("name", ["mlp", "transformer_block"])

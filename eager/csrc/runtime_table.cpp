@@ -45,6 +45,8 @@ Context& context() {
   return *ctx;
 }
 
+bool context_available() { return Context::get() != nullptr; }
+
 // Records fn(cmd) between full barriers and waits for it.
 template <typename Fn>
 void run_commands(Context& ctx, Fn&& fn) {
@@ -81,11 +83,14 @@ void check_range(const Buffer* b, uint64_t offset, uint64_t nbytes, const char* 
 }
 
 int eager_alloc(uint64_t nbytes, void** out) {
-  return guarded([&] {
+  const int rc = guarded([&] {
     // Rounded up to 4 bytes: a one-op graph's copies and fills work in words.
     auto* b = new Buffer(context(), (std::max<uint64_t>(nbytes, 1) + 3) / 4 * 4, MemoryUsage::Device);
     *out = b;
   });
+  // The driver may refuse a buffer too large for it at vkCreateBuffer, before any memory is
+  // asked for: that too is a buffer the device cannot hold.
+  return rc == VKD_EAGER_ERROR && context_available() ? VKD_EAGER_OUT_OF_MEMORY : rc;
 }
 
 void eager_release(void* buffer) { delete static_cast<Buffer*>(buffer); }

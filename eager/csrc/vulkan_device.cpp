@@ -197,6 +197,22 @@ at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   return self;
 }
 
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
+
+// Random fills draw on the CPU generator (the factories' random numbers match the CPU's for a
+// seed) and copy the values over.
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+  check_not_backward("normal_");
+  write_from_host(self, at::empty(self.sizes(), self.options().device(at::kCPU)).normal_(mean, std, generator));
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+  check_not_backward("uniform_");
+  write_from_host(self, at::empty(self.sizes(), self.options().device(at::kCPU)).uniform_(from, to, generator));
+  return self;
+}
+
 at::Scalar local_scalar_dense(const at::Tensor& self) { return at::_local_scalar_dense(to_host(self)); }
 
 // Tensors of one op: all on this device, but for 0-dim CPU tensors (scalars), as PyTorch allows.
@@ -261,6 +277,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  m.impl("zero_", TORCH_FN(zero_));
+  m.impl("normal_", TORCH_FN(normal_));
+  m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   // Views: metadata over the same storage.
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
