@@ -82,12 +82,24 @@ def _is_device(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.device.type == DEVICE
 
 
+def _leaves(args: tuple, kwargs: dict) -> List[Any]:
+    """The arguments with lists opened (an op's arguments nest no deeper), in the order
+    tree_map visits them; cheaper than pytree on every call."""
+    out = []
+    for item in (*args, *kwargs.values()):
+        if isinstance(item, (list, tuple)):
+            out.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
 def _check_call(name: str, args: tuple, kwargs: dict) -> None:
     if torch._C._current_graph_task_id() != -1:
         raise RuntimeError(
             f"vulkan device: {name} in a backward pass: autograd is not supported on the eager vulkan "
             "device (run the model under torch.no_grad() or torch.inference_mode())")
-    for item in torch.utils._pytree.tree_leaves((args, kwargs)):
+    for item in _leaves(args, kwargs):
         if isinstance(item, torch.Tensor) and not _is_device(item) and not (item.device.type == "cpu" and item.dim() == 0):
             raise RuntimeError(
                 f"vulkan device: {name} got tensors on vulkan and on {item.device}; move them to one device "
@@ -128,7 +140,7 @@ def _scalars_to_device(op, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
     numbers (a number PyTorch wrapped in a tensor reaches a Python kernel as the number). They
     take the dtype PyTorch computes them in beside the device tensors (torch.result_type: a
     wrapped float is float64, but float32 + 2.0 is float32)."""
-    device_tensors = [item for item in torch.utils._pytree.tree_leaves((args, kwargs)) if _is_device(item)]
+    device_tensors = [item for item in _leaves(args, kwargs) if _is_device(item)]
 
     def move(item):
         if isinstance(item, torch.Tensor) and not _is_device(item):
@@ -167,7 +179,7 @@ def _meta(item: Any):
 def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
     _check_call(name, args, kwargs)
     args, kwargs = _scalars_to_device(op, args, kwargs)
-    tensors = [item for item in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(item, torch.Tensor)]
+    tensors = [item for item in _leaves(args, kwargs) if isinstance(item, torch.Tensor)]
     if any(item.numel() == 0 for item in tensors):
         return _cpu_fallback(op, name, args, kwargs, "an empty tensor")
     key = (name, _key_of(args), _key_of(tuple(sorted(kwargs.items()))))
@@ -183,15 +195,18 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
     if cached.reason is not None:
         return _cpu_fallback(op, name, args, kwargs, cached.reason)
     inputs = []
+    gathered = []  # alive until the graph has run: their buffers are bound by address
     for item in tensors:
         if not item.is_contiguous():
             # The graph's inputs are contiguous: a strided view is gathered first (csrc/ copy_).
             item = torch.empty(item.shape, dtype=item.dtype, device=DEVICE).copy_(item)
+            gathered.append(item)
         inputs.append((item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size(),
                        list(item.shape)))
     outputs = [None if spec is None else torch.empty(spec[0], dtype=spec[1], device=DEVICE) for spec in cached.outputs]
     _vkdelegate._eager_run(cached.graph, inputs, [(out.untyped_storage().data_ptr(), 0) for out in outputs
                                                   if out is not None])
+    del gathered
     return tuple(outputs) if cached.multi else outputs[0]
 
 
@@ -288,6 +303,49 @@ def _kernel(op, edge_target):
     return kernel
 
 
+def _inplace_kernel(inplace_op, functional_op, edge_target):
+    """An in-place variant (relu_, add_.Tensor) as its functional op's graph, copied into self."""
+    name, functional_name = op_name(inplace_op), op_name(functional_op)
+
+    def kernel(self, *args, **kwargs):
+        result = _run(functional_op, edge_target, functional_name, (self, *args), kwargs)
+        if result.shape != self.shape:
+            raise RuntimeError(f"{name}: the result's shape {tuple(result.shape)} does not match the tensor's "
+                               f"{tuple(self.shape)}")
+        if not torch.can_cast(result.dtype, self.dtype):
+            raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the tensor's type {self.dtype}")
+        return self.copy_(result)
+
+    return kernel
+
+
+def _inplace_variant(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload]:
+    """aten.relu_.default for aten.relu.default: the same overload of `name_`, writing its first argument."""
+    packet = getattr(torch.ops.aten, op._schema.name.split("::")[1] + "_", None)
+    variant = getattr(packet, op._overloadname, None) if packet is not None else None
+    if variant is None or not variant._schema.arguments or variant._schema.arguments[0].alias_info is None:
+        return None
+    return variant if variant._schema.arguments[0].alias_info.is_write else None
+
+
+def _batch_norm_kernel(edge_target):
+    """native_batch_norm in inference (what eager batch_norm calls) as the registry's
+    _native_batch_norm_legit_no_training; training mode runs on the CPU."""
+    op, inference = torch.ops.aten.native_batch_norm.default, torch.ops.aten._native_batch_norm_legit_no_training.default
+    name, inference_name = op_name(op), op_name(inference)
+
+    def kernel(input, weight, bias, running_mean, running_var, training, momentum, eps):
+        args = (input, weight, bias, running_mean, running_var, training, momentum, eps)
+        if training or running_mean is None or running_var is None:
+            return _cpu_fallback(op, name, args, {}, "batch norm in training mode")
+        out = _run(inference, edge_target, inference_name, (input, weight, bias, running_mean, running_var,
+                                                            momentum, eps), {})[0]
+        # As on the CPU: no saved statistics in inference.
+        return out, input.new_empty(0), input.new_empty(0)
+
+    return kernel
+
+
 _libraries: Dict[str, torch.library.Library] = {}
 
 
@@ -305,6 +363,15 @@ def _register_kernels() -> List[str]:
             overload = op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else f".{op._overloadname}")
             library.impl(overload, _kernel(op, target), "PrivateUse1")
             names.append(op_name(op))
+            inplace = _inplace_variant(op) if op.namespace == "aten" else None
+            if inplace is not None:
+                inplace_overload = inplace._schema.name.split("::")[1] + (
+                    "" if inplace._overloadname == "default" else f".{inplace._overloadname}")
+                library.impl(inplace_overload, _inplace_kernel(inplace, op, target), "PrivateUse1")
+                names.append(op_name(inplace))
+            if op is torch.ops.aten._native_batch_norm_legit_no_training.default:
+                library.impl("native_batch_norm", _batch_norm_kernel(target), "PrivateUse1")
+                names.append("aten.native_batch_norm.default")
     return names
 
 

@@ -1106,7 +1106,9 @@ void ComputeGraph::record() {
     }
   }
   if (copied) {
-    memory_barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, kShaderRW);
+    // The prologue may copy into these buffers too (the eager device's inputs).
+    memory_barrier(cmd, transfer, VK_ACCESS_TRANSFER_WRITE_BIT, prologue_ ? compute | transfer : compute,
+                   prologue_ ? kShaderRW | kTransferRW : kShaderRW);
   }
   if (prologue_) {
     prologue_(cmd);
