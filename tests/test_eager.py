@@ -110,7 +110,8 @@ def _to_device(value):
 # Registry entries whose samples run eagerly here, one of each kind of op.
 EAGER_ENTRIES = ["add", "mul", "div", "relu", "gelu", "mm", "addmm", "linear", "bmm", "softmax", "log_softmax",
                  "native_layer_norm", "convolution", "sum", "mean", "amax", "argmax", "var", "cat", "where",
-                 "comparison", "exp", "embedding", "index_select", "permute_copy", "max_pool2d_with_indices"]
+                 "comparison", "exp", "embedding", "index_select", "permute_copy", "max_pool2d_with_indices",
+                 "scaled_dot_product_attention", "rms_norm", "linear_gguf", "embedding_gguf"]
 # Views eagerly: metadata over the same storage, no kernel (a chain of them against the CPU).
 VIEW_ENTRIES = {"permute_copy"}
 
@@ -245,3 +246,27 @@ def test_discrete_memory_through_staging(tmp_path):
     env = dict(os.environ, VKDELEGATE_DISCRETE_MEMORY="1")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
+
+
+def test_smollm2_gguf_on_the_device():
+    """SmolLM2-135M's Q4_1 GGUF on the device: its GGUF linears and embedding (et_vk ops on the
+    quantized blocks, resident on the device) and the rest of the Llama, one forward of the
+    prompt: greedy's next token is eager CPU's (test_smollm.py checks " for your help"; the CPU
+    forward of the GGUF modules, which dequantize on every call, would take this test's time
+    three times over)."""
+    from gguf_files import smollm2_path
+    from tokenizers import Tokenizer
+
+    from vkdelegate.gguf import llama_from_gguf
+    from vkdelegate.quant.gguf_file import GGUFFile
+
+    model, _, tokenizer_json = llama_from_gguf(GGUFFile(smollm2_path()), max_seq_len=8)
+    tokenizer = Tokenizer.from_file(tokenizer_json)
+    tokens = torch.tensor([tokenizer.encode("Thank you").ids])
+    with torch.no_grad():
+        eager.clear_cache()
+        got = model.to(DEV)(tokens.to(DEV)).cpu()
+    assert got.shape == (1, 1, 49152) and torch.isfinite(got).all()
+    assert tokenizer.decode([int(got[0, -1].argmax())]) == " for"
+    stats = eager.cache_stats()
+    assert stats["fallback_calls"] == 0 and not any("gguf" in name for name in stats["fallback_ops"])
