@@ -266,7 +266,7 @@ def test_smollm2_gguf_on_the_device():
     with torch.no_grad():
         eager.clear_cache()
         got = model.to(DEV)(tokens.to(DEV)).cpu()
-    assert got.shape == (1, 1, 49152) and torch.isfinite(got).all()
+    assert got.shape[-1] == 49152 and torch.isfinite(got).all()
     assert tokenizer.decode([int(got[0, -1].argmax())]) == " for"
     stats = eager.cache_stats()
     assert stats["fallback_calls"] == 0 and not any("gguf" in name for name in stats["fallback_ops"])
