@@ -5,8 +5,9 @@
 Cases (issue 20's): add of two 64x64 tensors; mm 64x64x64; a chain of 100 small ops
 (alternating add and mul on 64x64). Each is timed after a warm-up call (the one-op graphs
 built and cached), per call, with the result copied to the host at the end of each timed run
-(ops run synchronously today, so that copy only adds its own time). Also: the first call of
-each op (graph build and load), and PyTorch CPU eager of the same calls, timed the same way.
+(which waits for the ops), twice: ops queued into one command buffer (the default), and each
+op submitted and waited for (queue_limit(0)). Also: the first call of each op (graph build and
+load), and PyTorch CPU eager of the same calls, timed the same way.
 """
 import argparse
 import statistics
@@ -47,8 +48,9 @@ def main() -> None:
         "chain of 100 ops": _chain,
     }
     print(f"device: {eager.device_name()}; torch {torch.__version__}; median of {args.repeats}")
-    print("| case | first call (ms) | vulkan eager per call (ms) | per op (ms) | CPU eager per call (ms) |")
-    print("|---|---|---|---|---|")
+    print("| case | first call (ms) | vulkan, queued: per call (ms) | per op | vulkan, one submit per op: per call "
+          "(ms) | per op | CPU eager per call (ms) |")
+    print("|---|---|---|---|---|---|---|")
     with torch.no_grad():
         for name, fn in cases.items():
             eager.clear_cache()
@@ -56,10 +58,14 @@ def main() -> None:
             fn(a, b).cpu()
             first = time.perf_counter() - start
             repeats = max(args.repeats // 20, 5) if "chain" in name else args.repeats
-            device = _time(lambda: fn(a, b).cpu(), repeats)
+            queued = _time(lambda: fn(a, b).cpu(), repeats)
+            previous = eager.queue_limit(0)
+            each = _time(lambda: fn(a, b).cpu(), repeats)
+            eager.queue_limit(previous)
             cpu = _time(lambda: fn(a_cpu, b_cpu), repeats)
             ops = 100 if "chain" in name else 1
-            print(f"| {name} | {first * 1e3:.2f} | {device * 1e3:.3f} | {device / ops * 1e3:.3f} | {cpu * 1e3:.3f} |")
+            print(f"| {name} | {first * 1e3:.2f} | {queued * 1e3:.3f} | {queued / ops * 1e3:.3f} | {each * 1e3:.3f} | "
+                  f"{each / ops * 1e3:.3f} | {cpu * 1e3:.3f} |")
     print(f"cache: {eager.cache_stats()}")
 
 

@@ -48,7 +48,17 @@ def current_device() -> int:
 
 
 def synchronize(device=None) -> None:
-    """Every op on the device has finished when it returns (ops run synchronously today)."""
+    """Submits the queued ops and waits for them; a GPU-side fault of one (an index out of
+    range, an integer division by zero) is raised here."""
+    _vkdelegate._eager_flush()
+
+
+def queue_limit(ops: int) -> int:
+    """Ops the device records into one command buffer before it submits them (default 64; 0:
+    each op is submitted and waited for as it is called, so an op's GPU-side fault is raised by
+    that op). Any read of device memory by the host (.cpu(), .item(), printing, a CPU fallback)
+    submits them first. Returns the previous limit."""
+    return _vkdelegate._eager_queue(ops)
 
 
 def _device_module() -> types.ModuleType:
@@ -109,5 +119,5 @@ _register()
 
 from .dispatch import cache_stats, clear_cache  # noqa: E402  (registers the op kernels)
 
-__all__ = ["DEVICE", "is_available", "device_name", "device_count", "current_device", "synchronize",
+__all__ = ["DEVICE", "is_available", "device_name", "device_count", "current_device", "synchronize", "queue_limit",
            "cache_stats", "clear_cache"]

@@ -62,16 +62,19 @@ class _Cached:
 
 def cache_stats() -> Dict[str, Any]:
     """One-op graphs built, cache hits and misses (a miss builds a graph or finds the op must
-    fall back), calls that ran on the CPU, and the ops that did (with either fallback)."""
+    fall back), calls that ran on the CPU, the ops that did (with either fallback), and the
+    command buffers of queued ops submitted since the process began."""
     with _lock:
         stats = dict(_stats)
         stats["cached_keys"] = len(_cache)
+    stats["queue_submits"] = _vkdelegate._eager_submits()
     stats["fallback_ops"] = sorted(set(_warned) | set(_C.fallback_ops()))
     return stats
 
 
 def clear_cache() -> None:
     """Drops every cached graph and zeroes the counters (the warnings already given stay given)."""
+    _vkdelegate._eager_flush()  # queued ops may use the graphs
     with _lock:
         _cache.clear()
         for key in _stats:

@@ -270,3 +270,28 @@ def test_smollm2_gguf_on_the_device():
     assert tokenizer.decode([int(got[0, -1].argmax())]) == " for"
     stats = eager.cache_stats()
     assert stats["fallback_calls"] == 0 and not any("gguf" in name for name in stats["fallback_ops"])
+
+
+def test_queued_ops_submit_at_a_sync_point():
+    x = torch.randn(16, 16)
+    y = x.to(DEV)
+    torch.vulkan.synchronize()
+    before = eager.cache_stats()["queue_submits"]
+    z, expected = y, x
+    for _ in range(10):
+        z, expected = z * 0.5 + y, expected * 0.5 + x
+    assert eager.cache_stats()["queue_submits"] == before  # recorded, not submitted
+    torch.testing.assert_close(z.cpu(), expected)  # .cpu() submits them, once
+    assert eager.cache_stats()["queue_submits"] == before + 1
+
+
+@pytest.mark.parametrize("limit", [64, 0])
+def test_gpu_fault_is_raised(limit):
+    """A GPU-side check (an index out of range) fails the op, or with queued ops the sync point."""
+    previous = eager.queue_limit(limit)
+    try:
+        x = torch.randn(3, 4, device=DEV)
+        with pytest.raises((RuntimeError, ValueError), match="index 5 is out of range"):
+            torch.index_select(x, 0, torch.tensor([0, 5], device=DEV, dtype=torch.int32)).cpu()
+    finally:
+        eager.queue_limit(previous)

@@ -5,10 +5,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "../../runtime/graph/compute_graph.h"
@@ -23,10 +26,6 @@ namespace {
 
 thread_local std::string g_last_error;
 
-// Copies and staging share one command stream; the lock serializes its users.
-std::mutex g_stream_mutex;
-std::unique_ptr<CommandStream> g_stream;
-
 constexpr VkAccessFlags kAllRW = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                  VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 constexpr VkPipelineStageFlags kComputeTransfer =
@@ -39,6 +38,67 @@ void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stage, VkAccessFlags 
   vkCmdPipelineBarrier(cmd, kComputeTransfer, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
+
+// Every use of the device by the eager path takes this lock (recursive: a run that goes
+// through the host calls the copies).
+std::recursive_mutex g_mutex;
+// Copies and staging: one command buffer each, submitted and waited for.
+std::unique_ptr<CommandStream> g_stream;
+
+// Queued ops: one-op graphs recorded into one command buffer, submitted and waited for at the
+// next sync point (a read or write by the host, a copy, a run through the host, flush()) or
+// once it holds g_queue_limit ops. Buffers released meanwhile are freed after it finishes.
+struct Queue {
+  std::unique_ptr<CommandStream> stream;
+  bool open = false;
+  size_t ops = 0;
+  std::vector<ComputeGraph*> graphs;
+  std::vector<Buffer*> released;
+  // Buffers the queued commands read or write: the host maps one of them only after a flush.
+  std::unordered_set<const Buffer*> used;
+  std::vector<std::unique_ptr<Buffer>> staging;  // uploads recorded in the queue
+};
+Queue g_queue;
+size_t g_queue_limit = 64;  // 0: each op submitted and waited for
+uint64_t g_submits = 0;     // command buffers of queued ops submitted
+
+// Submits the queued ops and waits; throws the first GPU-side fault of their graphs.
+void flush_locked() {
+  if (!g_queue.open) return;
+  g_queue.open = false;
+  std::vector<ComputeGraph*> graphs = std::move(g_queue.graphs);
+  std::vector<Buffer*> released = std::move(g_queue.released);
+  g_queue.graphs.clear();
+  g_queue.released.clear();
+  g_queue.used.clear();
+  g_queue.ops = 0;
+  std::string fault;
+  try {
+    // The host reads what the queued commands wrote once they finish.
+    barrier(g_queue.stream->handle(), kComputeTransfer | VK_PIPELINE_STAGE_HOST_BIT,
+            kAllRW | VK_ACCESS_HOST_READ_BIT);
+    g_queue.stream->end();
+    g_queue.stream->submit_and_wait();
+    ++g_submits;
+  } catch (...) {
+    for (Buffer* b : released) delete b;
+    g_queue.staging.clear();
+    throw;
+  }
+  for (Buffer* b : released) delete b;
+  g_queue.staging.clear();
+  std::sort(graphs.begin(), graphs.end());
+  graphs.erase(std::unique(graphs.begin(), graphs.end()), graphs.end());
+  for (ComputeGraph* g : graphs) {
+    try {
+      g->check_faults();
+    } catch (const std::exception& e) {
+      if (fault.empty()) fault = e.what();
+    }
+  }
+  if (!fault.empty()) throw ExecuteFault(fault);
+}
+
 Context& context() {
   Context* ctx = Context::get();
   if (!ctx) throw VulkanError("no Vulkan device is available: " + Context::unavailable_reason());
@@ -47,10 +107,28 @@ Context& context() {
 
 bool context_available() { return Context::get() != nullptr; }
 
+// The queue's command buffer, begun if it was not, behind a barrier that orders what is
+// recorded next after everything recorded before (g_mutex held).
+VkCommandBuffer queue_commands() {
+  if (!g_queue.open) {
+    if (!g_queue.stream) g_queue.stream = std::make_unique<CommandStream>(context());
+    g_queue.stream->begin();
+    g_queue.open = true;
+  }
+  barrier(g_queue.stream->handle(), kComputeTransfer, kAllRW);
+  return g_queue.stream->handle();
+}
+
+// Before the host maps bytes of b: the queued commands that use b must have finished.
+void flush_if_used(const Buffer* b) {
+  if (g_queue.open && g_queue.used.count(b)) flush_locked();
+}
+
 // Records fn(cmd) between full barriers and waits for it.
 template <typename Fn>
 void run_commands(Context& ctx, Fn&& fn) {
-  std::lock_guard<std::mutex> lock(g_stream_mutex);
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  flush_locked();
   if (!g_stream) g_stream = std::make_unique<CommandStream>(ctx);
   VkCommandBuffer cmd = g_stream->begin();
   barrier(cmd, kComputeTransfer, kAllRW);
@@ -93,33 +171,48 @@ int eager_alloc(uint64_t nbytes, void** out) {
   return rc == VKD_EAGER_ERROR && context_available() ? VKD_EAGER_OUT_OF_MEMORY : rc;
 }
 
-void eager_release(void* buffer) { delete static_cast<Buffer*>(buffer); }
+void eager_release(void* buffer) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (g_queue.open) {
+    g_queue.released.push_back(static_cast<Buffer*>(buffer));  // queued ops may use it
+  } else {
+    delete static_cast<Buffer*>(buffer);
+  }
+}
 
 int eager_write(void* buffer, uint64_t offset, const void* src, uint64_t nbytes) {
   return guarded([&] {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
     auto* b = static_cast<Buffer*>(buffer);
     check_range(b, offset, nbytes, "write");
     if (nbytes == 0) return;
     if (b->mapped()) {
+      flush_if_used(b);
       std::memcpy(b->mapped() + offset, src, nbytes);
       return;
     }
     Context& ctx = context();
-    Buffer staging(ctx, nbytes, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
-    std::memcpy(staging.mapped(), src, nbytes);
-    run_commands(ctx, [&](VkCommandBuffer cmd) {
-      VkBufferCopy region{0, offset, nbytes};
-      vkCmdCopyBuffer(cmd, staging.handle(), b->handle(), 1, &region);
-    });
+    auto staging = std::make_unique<Buffer>(ctx, nbytes, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+    std::memcpy(staging->mapped(), src, nbytes);
+    const VkBufferCopy region{0, offset, nbytes};
+    if (g_queue_limit > 0) {  // an upload in order with the queued ops: no wait
+      vkCmdCopyBuffer(queue_commands(), staging->handle(), b->handle(), 1, &region);
+      g_queue.used.insert(b);
+      g_queue.staging.push_back(std::move(staging));
+      return;
+    }
+    run_commands(ctx, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, staging->handle(), b->handle(), 1, &region); });
   });
 }
 
 int eager_read(const void* buffer, uint64_t offset, void* dst, uint64_t nbytes) {
   return guarded([&] {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
     const auto* b = static_cast<const Buffer*>(buffer);
     check_range(b, offset, nbytes, "read");
     if (nbytes == 0) return;
     if (b->mapped()) {
+      flush_if_used(b);
       std::memcpy(dst, b->mapped() + offset, nbytes);
       return;
     }
@@ -143,10 +236,16 @@ int eager_copy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_off
     if (s == d && src_offset < dst_offset + nbytes && dst_offset < src_offset + nbytes) {
       throw VulkanError("copy: overlapping source and destination");
     }
-    run_commands(context(), [&](VkCommandBuffer cmd) {
-      VkBufferCopy region{src_offset, dst_offset, nbytes};
-      vkCmdCopyBuffer(cmd, s->handle(), d->handle(), 1, &region);
-    });
+    const VkBufferCopy region{src_offset, dst_offset, nbytes};
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    if (g_queue_limit > 0) {  // in order with the queued ops
+      vkCmdCopyBuffer(queue_commands(), s->handle(), d->handle(), 1, &region);
+      g_queue.used.insert(s);
+      g_queue.used.insert(d);
+      if (++g_queue.ops >= g_queue_limit) flush_locked();
+      return;
+    }
+    run_commands(context(), [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, s->handle(), d->handle(), 1, &region); });
   });
 }
 
@@ -172,47 +271,82 @@ bool same_bytes(const Tensor& t) { return storage_size(t.storage_type) == dtype_
 // device-to-device copies recorded in the graph's own command buffer (its prologue and
 // epilogue); bool and 8-bit tensors (int32 on the GPU), and int64 stored as int32, go through
 // the host, converted as a delegate's inputs and outputs are.
-void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs) {
-  if (inputs.size() != g.num_inputs() || outputs.size() != g.num_outputs()) {
-    throw GraphError("eager run: the graph has " + std::to_string(g.num_inputs()) + " inputs and " +
-                     std::to_string(g.num_outputs()) + " outputs; got " + std::to_string(inputs.size()) +
-                     " and " + std::to_string(outputs.size()));
-  }
-  std::vector<uint8_t> host;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    g.set_input_sizes(i, inputs[i].sizes);
-    const Tensor& t = g.input(i);
-    check_range(inputs[i].buffer, inputs[i].offset, t.nbytes(), "graph input");
-    if (!same_bytes(t)) {
-      host.resize(t.nbytes());
-      if (eager_read(inputs[i].buffer, inputs[i].offset, host.data(), host.size()) != VKD_EAGER_OK) {
-        throw VulkanError(g_last_error);
-      }
-      g.copy_input(i, host.data(), host.size());
-    }
-  }
-  g.set_prologue([&g, inputs](VkCommandBuffer cmd) {
+// Copies from the inputs' buffers into the graph's input storage, and from its output storage
+// into the outputs' buffers, for the tensors stored as their dtype's bytes.
+std::function<void(VkCommandBuffer)> copies_in(ComputeGraph& g, const std::vector<Binding>& inputs) {
+  return [&g, inputs](VkCommandBuffer cmd) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = g.input(i);
       if (!same_bytes(t) || t.storage_nbytes() == 0) continue;
       VkBufferCopy region{inputs[i].offset, 0, t.storage_nbytes()};
       vkCmdCopyBuffer(cmd, inputs[i].buffer->handle(), g.input_buffer(i), 1, &region);
     }
-  });
-  g.set_epilogue([&g, outputs](VkCommandBuffer cmd) {
+  };
+}
+
+std::function<void(VkCommandBuffer)> copies_out(ComputeGraph& g, const std::vector<Binding>& outputs) {
+  return [&g, outputs](VkCommandBuffer cmd) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const Tensor& t = g.output(i);
       if (!same_bytes(t) || t.storage_nbytes() == 0) continue;
       VkBufferCopy region{0, outputs[i].offset, t.storage_nbytes()};
       vkCmdCopyBuffer(cmd, g.output_buffer(i), outputs[i].buffer->handle(), 1, &region);
     }
-  });
-  // Records with the sizes of these inputs, then checks the outputs fit before anything runs.
-  g.prepare();
+  };
+}
+
+// Runs a one-op graph on device tensors (g_mutex and the graph's lock held). Where the graph
+// stores every operand as its dtype's bytes (float32, float16, int32; int64 where the device
+// has int64), the input and output copies are device-to-device copies around its dispatches,
+// and the op joins the queue (record_into), or with a queue limit of 0 runs at once in the
+// graph's own command buffer (its prologue and epilogue). bool and 8-bit tensors (int32 on the
+// GPU), and int64 stored as int32, go through the host, converted as a delegate's inputs and
+// outputs are: such a run waits for the queue and for itself.
+void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs) {
+  if (inputs.size() != g.num_inputs() || outputs.size() != g.num_outputs()) {
+    throw GraphError("eager run: the graph has " + std::to_string(g.num_inputs()) + " inputs and " +
+                     std::to_string(g.num_outputs()) + " outputs; got " + std::to_string(inputs.size()) +
+                     " and " + std::to_string(outputs.size()));
+  }
+  bool direct = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    g.set_input_sizes(i, inputs[i].sizes);
+    check_range(inputs[i].buffer, inputs[i].offset, g.input(i).nbytes(), "graph input");
+    direct = direct && same_bytes(g.input(i));
+  }
+  g.update_sizes();
   for (size_t i = 0; i < outputs.size(); ++i) {
     check_range(outputs[i].buffer, outputs[i].offset, g.output(i).nbytes(), "graph output");
+    direct = direct && same_bytes(g.output(i));
   }
-  g.execute();
+  if (direct && g_queue_limit > 0) {
+    g.record_into(queue_commands(), copies_in(g, inputs), copies_out(g, outputs));
+    g_queue.graphs.push_back(&g);
+    for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
+    for (const Binding& b : outputs) g_queue.used.insert(b.buffer);
+    if (++g_queue.ops >= g_queue_limit) flush_locked();
+    return;
+  }
+  flush_locked();
+  std::vector<uint8_t> host;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = g.input(i);
+    if (same_bytes(t)) continue;
+    host.resize(t.nbytes());
+    if (eager_read(inputs[i].buffer, inputs[i].offset, host.data(), host.size()) != VKD_EAGER_OK) {
+      throw VulkanError(g_last_error);
+    }
+    g.copy_input(i, host.data(), host.size());
+  }
+  g.set_prologue(copies_in(g, inputs));
+  g.set_epilogue(copies_out(g, outputs));
+  try {
+    g.execute();
+  } catch (...) {
+    g.set_prologue(nullptr);
+    g.set_epilogue(nullptr);
+    throw;
+  }
   // The next run binds other buffers: keep no handles to these.
   g.set_prologue(nullptr);
   g.set_epilogue(nullptr);
@@ -247,11 +381,28 @@ void register_eager(py::module_& m) {
   m.def("_eager_run", [](ComputeGraph& g, const py::list& inputs, const py::list& outputs) {
     const std::vector<Binding> in = bindings(inputs, true), out = bindings(outputs, false);
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(g.mutex());
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> graph_lock(g.mutex());
     run_on_buffers(g, in, out);
   }, py::arg("graph"), py::arg("inputs"), py::arg("outputs"),
      "Runs a graph on the eager device's buffers: inputs [(buffer, byte offset, sizes)], outputs "
      "[(buffer, byte offset)] (vkdelegate.eager; buffers are its tensors' storage data pointers).");
+  m.def("_eager_flush", [] {
+    py::gil_scoped_release release;
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    flush_locked();
+  }, "Submits the eager device's queued ops and waits for them (raises their GPU-side faults).");
+  m.def("_eager_queue", [](int64_t limit) {
+    if (limit < 0) throw std::invalid_argument("the queue limit is a count of ops, >= 0");
+    py::gil_scoped_release release;
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    flush_locked();
+    const size_t previous = g_queue_limit;
+    g_queue_limit = static_cast<size_t>(limit);
+    return previous;
+  }, py::arg("limit"), "Ops the eager device queues before it submits them (0: each op at once); returns "
+     "the previous limit.");
+  m.def("_eager_submits", [] { return g_submits; }, "Command buffers of queued ops submitted so far.");
 }
 
 }  // namespace vkd

@@ -1087,6 +1087,58 @@ ComputeGraph::BarrierMode ComputeGraph::barrier_mode() const {
   return BarrierMode::Levels;
 }
 
+void ComputeGraph::record_batches(VkCommandBuffer cmd) {
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const auto batches = dispatch_batches(barrier_mode());
+  // The fault injection goes after the last batch holding one of the op's nodes: its
+  // output's readers come in later batches (they conflict with its writer).
+  size_t perturb_batch = batches.size();
+  if (perturb_value_ >= 0) {
+    const auto& [name, first, end] = blob_ops_.at(static_cast<size_t>(settings_.debug_perturb_op));
+    for (size_t b = 0; b < batches.size(); ++b) {
+      for (const Node* node : batches[b]) {
+        const size_t i = static_cast<size_t>(node - nodes_.data());
+        if (i >= first && i < end) perturb_batch = b;
+      }
+    }
+  }
+  for (size_t b = 0; b < batches.size(); ++b) {
+    if (num_dispatches_ > 0) {
+      memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
+      ++num_barriers_;
+    }
+    for (const Node* node : batches[b]) dispatch(cmd, *node);
+    if (b == perturb_batch) record_perturbation(cmd);
+  }
+}
+
+void ComputeGraph::update_sizes() {
+  if (dirty_sizes_) {
+    propagate_sizes();
+    dirty_sizes_ = false;
+    recorded_ = false;
+  }
+}
+
+void ComputeGraph::record_into(VkCommandBuffer cmd, const std::function<void(VkCommandBuffer)>& before,
+                               const std::function<void(VkCommandBuffer)>& after) {
+  if (profiling_) throw GraphError("a profiled graph records its own command buffer");
+  update_sizes();
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  // After everything recorded before it: other graphs, or an earlier run of this one, whose
+  // storage this run overwrites.
+  memory_barrier(cmd, compute | transfer, kShaderRW | kTransferRW, compute | transfer, kShaderRW | kTransferRW);
+  before(cmd);
+  memory_barrier(cmd, compute | transfer, kShaderRW | kTransferRW, compute, kShaderRW);
+  num_dispatches_ = 0;
+  num_barriers_ = 0;
+  record_batches(cmd);
+  memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, kTransferRW);
+  after(cmd);
+  ++num_executes_;
+}
+
 void ComputeGraph::record() {
   VkCommandBuffer cmd = stream_->begin();
   const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
@@ -1152,27 +1204,7 @@ void ComputeGraph::record() {
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, query++);
     }
   } else {
-    const auto batches = dispatch_batches(barrier_mode());
-    // The fault injection goes after the last batch holding one of the op's nodes: its
-    // output's readers come in later batches (they conflict with its writer).
-    size_t perturb_batch = batches.size();
-    if (perturb_value_ >= 0) {
-      const auto& [name, first, end] = blob_ops_.at(static_cast<size_t>(settings_.debug_perturb_op));
-      for (size_t b = 0; b < batches.size(); ++b) {
-        for (const Node* node : batches[b]) {
-          const size_t i = static_cast<size_t>(node - nodes_.data());
-          if (i >= first && i < end) perturb_batch = b;
-        }
-      }
-    }
-    for (size_t b = 0; b < batches.size(); ++b) {
-      if (num_dispatches_ > 0) {
-        memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, compute, kShaderRW);
-        ++num_barriers_;
-      }
-      for (const Node* node : batches[b]) dispatch(cmd, *node);
-      if (b == perturb_batch) record_perturbation(cmd);
-    }
+    record_batches(cmd);
   }
 
   if (epilogue_) {

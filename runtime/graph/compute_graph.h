@@ -179,6 +179,18 @@ class ComputeGraph {
   // writes visible to transfers, and before the outputs' read back (the eager device copies
   // the outputs into its tensors' buffers here). Null: none.
   void set_epilogue(std::function<void(VkCommandBuffer)> epilogue);
+  // Records this graph's dispatches into a command buffer the caller submits (the eager device
+  // queues several ops, or several runs of one graph, in one): `before` (copies into the inputs'
+  // storage), the dispatches, `after` (copies out of the outputs'), between barriers; at the
+  // sizes set, without the inputs' staging or the outputs' read back. check_faults() once the
+  // command buffer has finished.
+  void record_into(VkCommandBuffer cmd, const std::function<void(VkCommandBuffer)>& before,
+                   const std::function<void(VkCommandBuffer)>& after);
+  // Output sizes (and kernel parameters) for the input sizes set.
+  void update_sizes();
+  // Throws a GraphError naming the first node (in graph order) whose fault slot
+  // the last execute set, and clears the slots.
+  void check_faults();
   // The device buffer that holds input or output i on the GPU (in its storage type).
   VkBuffer input_buffer(size_t i) const { return storages_[input(i).storage].buffer->handle(); }
   VkBuffer output_buffer(size_t i) const { return storages_[output(i).storage].buffer->handle(); }
@@ -232,9 +244,6 @@ class ComputeGraph {
   size_t perturb_last_node_ = 0;  // the op's last dispatching node
   void check_perturbation();      // at load: sets the two above
   void read_timings();
-  // Throws a GraphError naming the first node (in graph order) whose fault slot
-  // the last execute set, and clears the slots.
-  void check_faults();
   // Barrier placement: dependency tracking between dispatches in record().
   struct BufferAccess {
     VkBuffer buffer;
@@ -247,6 +256,8 @@ class ComputeGraph {
   // Dispatch nodes in batches; a compute barrier goes between batches.
   std::vector<std::vector<const Node*>> dispatch_batches(BarrierMode mode) const;
   void dispatch(VkCommandBuffer cmd, const Node& node);
+  // The dispatches in dependency batches, a compute barrier between batches (record()).
+  void record_batches(VkCommandBuffer cmd);
   size_t num_dispatches_ = 0;
   size_t num_barriers_ = 0;
   uint64_t num_records_ = 0;
