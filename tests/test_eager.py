@@ -306,3 +306,19 @@ def test_gpu_fault_is_raised(limit):
             torch.index_select(x, 0, torch.tensor([0, 5], device=DEV, dtype=torch.int32)).cpu()
     finally:
         eager.queue_limit(previous)
+
+
+def test_strided_inputs_gather_on_the_gpu():
+    """A strided view an op reads (or .contiguous()) is gathered by a queued index_select, not
+    through the host: nothing is submitted before the result is read."""
+    x = torch.randn(6, 5, 4)
+    y = x.to(DEV)
+    torch.vulkan.synchronize()
+    before = eager.cache_stats()["queue_submits"]
+    a = y.transpose(0, 2).contiguous()
+    b = torch.softmax(y[1:, ::2].permute(2, 0, 1), dim=-1)
+    c = y[:, :1].expand(6, 3, 4) * 2
+    assert eager.cache_stats()["queue_submits"] == before
+    assert torch.equal(a.cpu(), x.transpose(0, 2).contiguous())
+    torch.testing.assert_close(b.cpu(), torch.softmax(x[1:, ::2].permute(2, 0, 1), dim=-1))
+    assert torch.equal(c.cpu(), x[:, :1].expand(6, 3, 4) * 2)
