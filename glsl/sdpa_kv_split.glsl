@@ -1,26 +1,33 @@
 // dtypes: f32 f16
-// variant sdpa_kv_split: CHECKED=1
-// variant sdpa_kv_split_nocheck: CHECKED=0
+// variant sdpa_kv_split: CHECKED=1 COMBINE=0
+// variant sdpa_kv_split_nocheck: CHECKED=0 COMBINE=0
+// variant sdpa_kv_split_combine: CHECKED=1 COMBINE=1
+// variant sdpa_kv_split_combine_nocheck: CHECKED=0 COMBINE=1
 // Attention over a KV cache for few queries (decode), split along the keys (flash decoding):
-// the first pass of runtime/ops/attention.cpp's two-pass path (the default; the setting
-// SDPA_KV_ONE_PASS takes sdpa_kv_decode.glsl, one dispatch); sdpa_kv_reduce.glsl combines.
-// Workgroup (c, hb, b * T + t) takes keys c * chunk .. c * chunk + chunk - 1 (those up to
-// pos[t]) for the split_heads query heads hb * split_heads .. that share one KV head, so
-// each key and value row is read once for them all, and writes per head its chunk's score
-// max m, sum l = sum_j exp(s_j - m) and un-normalized output sum_j exp(s_j - m) v_j into part
-// [B * T * H, chunks, 1 + ceil(Ev / 4)] 4-vectors ((m, l, 0, 0) first). A chunk past pos[t]
-// writes nothing (the reduce reads the positions too and skips it).
+// runtime/ops/attention.cpp's path for up to 16 queries. Workgroup (c, hb, b * T + t) takes keys
+// c * chunk .. c * chunk + chunk - 1 (those up to pos[t]) for the split_heads query heads
+// hb * split_heads .. that share one KV head, so each key and value row is read once for them
+// all, and writes per head its chunk's score max m, sum l = sum_j exp(s_j - m) and
+// un-normalized output sum_j exp(s_j - m) v_j into part [B * T * H, chunks, 1 + ceil(Ev / 4)]
+// 4-vectors ((m, l, 0, 0) first). A chunk past pos[t] writes nothing.
+// Then (the default, COMBINE=0) sdpa_kv_reduce.glsl combines the live chunks, or (COMBINE=1, the
+// setting SDPA_KV_ONE_PASS) each live chunk counts itself done on the (b, t, hb) counter and the
+// last of them combines them all:
+//   M = max_c m_c, out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c
+// and returns the counter to 0, so that the next execute (a replay) starts from zeros.
 // The kernel is a chain of latencies, not of bandwidth (a chunk is a few KiB), so it has one
-// round of global loads: every invocation's key, value and query 4-vectors at once, the keys
-// kept in registers (key j over WG / chunk neighbouring invocations, each a dot product part
-// per head, summed through shared memory), and 4 barriers. Each output 4-vector's invocation
-// takes its head's chunk maximum and weights from the scores itself (16 redundant exps per
-// key at head dim 64, where a reduction across the workgroup would cost barriers).
+// round of global loads: every invocation's key, value and query 4-vectors at once, issued with
+// the position's load (not after it: rows past the position are read and left unused; a chunk
+// past it computes on them and writes nothing), the keys kept in registers (key j over WG /
+// chunk neighbouring invocations, each a dot product part per head, summed through shared
+// memory), and 4 barriers. Each output 4-vector's invocation takes its head's chunk maximum and
+// weights from the scores itself (16 redundant exps per key at head dim 64, where a reduction
+// across the workgroup would cost barriers).
 // Where E and Ev are multiples of 4 (p.vec4_loads; every row then starts at a multiple of 4
 // elements) the rows are read as 4-vectors, else the same 4-vectors element by element (a
 // uniform branch: a resize may change the head dims).
 // Positions are int32 or int64, read as words (READ_INDEX in common.glslh). A position
-// outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce).
+// outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce, or here chunk 0).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -41,8 +48,16 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define OUT_PER_INVOCATION 4
 // (key, 4 heads) pairs per invocation: chunk * ceil(MAX_HEADS / 4) over WG, the chunk at most WG.
 #define PAIRS_PER_INVOCATION (MAX_HEADS / 4)
+// The combine's chunks per round of loads of each output.
+#define COMBINE_STEP 8
 
+#if COMBINE
+// Written by every live chunk and read by the last: coherent, so that the reads see the other
+// workgroups' writes (made visible by memoryBarrierBuffer before the count).
+layout(set = 0, binding = 0) coherent buffer Part { vec4 part4[]; };
+#else
 layout(set = 0, binding = 0) writeonly buffer Part { vec4 part4[]; };
+#endif
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q4 { T4 q4[]; };
 layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
@@ -50,13 +65,23 @@ layout(set = 0, binding = 2) readonly buffer K4 { T4 k4[]; };
 layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
 layout(set = 0, binding = 3) readonly buffer V4 { T4 v4[]; };
 layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
+#if COMBINE
+layout(set = 0, binding = 5) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 5) writeonly buffer Out4 { T4 out4[]; };
+layout(set = 0, binding = 6) coherent buffer Counter { int counter[]; };
+#define FAULT_BINDING 7
+#else
 #define FAULT_BINDING 5
+#endif
 #include "fault.glslh"
 #include "sdpa_kv_params.glslh"
 
 shared vec4 q_s[QUERY_VEC4S];                  // [head, E / 4]: the scaled queries
 shared vec4 kv_s[WG * VALUE_PER_INVOCATION];   // [head / 4, invocation]: dot parts; then [key, Ev / 4]: values
 shared float score_s[SCORES];                  // [head, key]
+#if COMBINE
+shared bool last_s;
+#endif
 
 // The 4-vector e4 of the row of `len` elements at element `base` (zeros past the row's end).
 #define DEFINE_LOAD4(name, data, data4)                                                         \
@@ -70,6 +95,49 @@ DEFINE_LOAD4(load4_q, q_data, q4)
 DEFINE_LOAD4(load4_k, k_data, k4)
 DEFINE_LOAD4(load4_v, v_data, v4)
 
+#if COMBINE
+// The output 4-vector e4 of query row `row`: its live chunks' parts combined, COMBINE_STEP chunks'
+// loads in flight at a time.
+vec4 combine_row(int row, int e4, int live, int part_stride) {
+  const int base = row * p.chunks * part_stride;
+  float m = -1.0 / 0.0, l = 0.0;
+  vec4 acc = vec4(0.0);
+  for (int c0 = 0; c0 < live; c0 += COMBINE_STEP) {
+    vec4 ml[COMBINE_STEP], a[COMBINE_STEP];
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+      ml[k] = vec4(-1.0 / 0.0, 0.0, 0.0, 0.0);
+      a[k] = vec4(0.0);
+      if (c0 + k < live) {
+        ml[k] = part4[base + (c0 + k) * part_stride];
+        a[k] = part4[base + (c0 + k) * part_stride + 1 + e4];
+      }
+    }
+    float top = m;
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) top = max(top, ml[k].x);
+    const float rescale = m == -1.0 / 0.0 ? 0.0 : exp(m - top);
+    acc *= rescale;
+    l *= rescale;
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+      const float w = ml[k].x == -1.0 / 0.0 ? 0.0 : exp(ml[k].x - top);
+      acc += w * a[k];
+      l += w * ml[k].y;
+    }
+    m = top;
+  }
+  return l > 0.0 ? acc / l : vec4(0.0);
+}
+
+void write_out(int row, int e4, vec4 o) {
+  if (p.vec4_loads != 0) {
+    out4[row * ((p.Ev + 3) >> 2) + e4] = T4(o);
+  } else {
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+      if (e4 * 4 + i < p.Ev) out_data[row * p.Ev + e4 * 4 + i] = T(o[i]);
+    }
+  }
+}
+#endif
+
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
   const int c = int(gl_WorkGroupID.x);
@@ -81,21 +149,15 @@ void main() {
   const int kv = h0 / p.group;
   const int E4 = (p.E + 3) >> 2, Ev4 = (p.Ev + 3) >> 2;
   const int row0 = bt * p.heads + h0;  // the query row (b, t, h0); the heads' rows follow it
+  const int j0 = c * p.chunk;
+  const int rows = min(p.chunk, p.cache_len - j0);  // the chunk's keys in the cache
 
   int position, hi;
   READ_INDEX(pos_data, t, p.index_words, position, hi);
-  if (!index_fits(position, hi) || position < 0 || position >= p.cache_len) {
-#if CHECKED
-    if (tid == 0 && c == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
-#endif
-    return;  // uniform
-  }
-  const int j0 = c * p.chunk;
-  if (j0 > position) return;  // uniform: past this query's keys
-  const int count = min(p.chunk, position + 1 - j0);
 
-  // One round of loads: this invocation's key 4-vectors (key j, 4-vectors l, l + lanes, ...),
-  // its share of the values (whole rows by neighbouring invocations) and of the queries.
+  // One round of loads, the position's among them: this invocation's key 4-vectors (key j,
+  // 4-vectors l, l + lanes, ...), its share of the values (whole rows by neighbouring
+  // invocations) and of the queries.
   const int lanes = WG / p.chunk;  // invocations per key
   const int j = tid / lanes, l = tid % lanes;
   const int key_row = ((b * p.cache_len + j0 + j) * p.kv_heads + kv) * p.E;
@@ -103,15 +165,14 @@ void main() {
   [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
     const int e4 = l + r * lanes;
     key[r] = vec4(0.0);
-    if (j < count && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the cache
+    if (j < rows && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the cache
   }
-  const int value_vec4s = count * Ev4;
   vec4 value[VALUE_PER_INVOCATION];
   [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) {
     const int i = tid + r * WG;
     const int jv = i / max(Ev4, 1);
     value[r] = vec4(0.0);
-    if (i < value_vec4s) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
+    if (i < rows * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
   }
   vec4 query[QUERY_VEC4S / WG];
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) {
@@ -120,6 +181,19 @@ void main() {
     query[r] = vec4(0.0);
     if (i < hp * E4) query[r] = load4_q((row0 + g) * p.E, i - g * E4, p.E) * p.scale;
   }
+
+  const bool valid = index_fits(position, hi) && position >= 0 && position < p.cache_len;
+  if (!valid && c == 0) {
+#if CHECKED
+    if (tid == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
+#endif
+#if COMBINE
+    for (int i = tid; i < hp * Ev4; i += WG) write_out(row0 + i / Ev4, i % Ev4, vec4(0.0));
+#endif
+  }
+  // The chunk's keys up to the position: 0 past it (or at a faulty position), uniform.
+  const int count = valid ? clamp(position + 1 - j0, 0, p.chunk) : 0;
+
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) q_s[tid + r * WG] = query[r];
   barrier();
 
@@ -150,6 +224,7 @@ void main() {
   barrier();  // the parts are read: kv_s takes the values
   [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) kv_s[tid + r * WG] = value[r];
   barrier();
+  if (count == 0) return;  // uniform: past the position
 
   // Invocation o of head g = o / Ev4 sums its output 4-vector over the keys (its outputs side by
   // side, independent chains), with its head's chunk maximum m and weights exp(s - m).
@@ -173,4 +248,27 @@ void main() {
       if (e4 == 0) part4[at] = vec4(m, sum, 0.0, 0.0);
     }
   }
+
+#if COMBINE
+  // Count this chunk done; the last of the live chunks combines them.
+  const int live = position / p.chunk + 1;
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0) {
+    const int at = bt * (p.heads / hp) + hb;
+    const bool last = atomicAdd(counter[at], 1) == live - 1;
+    if (last) atomicExchange(counter[at], 0);  // every live chunk has counted: back to 0 for the next execute
+    last_s = last;
+  }
+  barrier();
+  if (!last_s) return;  // uniform
+  memoryBarrierBuffer();
+  [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+    const int o = tid + r * WG;
+    if (o < outputs) {
+      const int g = o / Ev4, e4 = o - g * Ev4;
+      write_out(row0 + g, e4, combine_row(row0 + g, e4, live, part_stride));
+    }
+  }
+#endif
 }

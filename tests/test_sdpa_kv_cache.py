@@ -1,11 +1,11 @@
 """et_vk.vkd_sdpa_kv_cache against eager sdpa with the position mask it replaces, and its fusion
 (backends/attention_fusion.py). The op runs alone in a small blob, so each case costs milliseconds.
 runtime/ops/attention.cpp takes, for up to SPLIT_MAX_QUERIES queries, two dispatches split along the
-keys (sdpa_kv_split.glsl + sdpa_kv_reduce.glsl; the setting SDPA_KV_ONE_PASS: one, whose last chunk
-combines the others, glsl/sdpa_kv_decode.glsl), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
+keys (sdpa_kv_split.glsl + sdpa_kv_reduce.glsl; the setting SDPA_KV_ONE_PASS: one, the split's variant
+whose last chunk combines the others), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
 to 128) or, above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes,
 positions at chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and
-float16, and replays of one recorded graph over many positions (the decode kernel's counters must
+float16, and replays of one recorded graph over many positions (the one-pass kernel's counters must
 come back to zero after each execute, a faulty one included)."""
 import numpy as np
 import pytest
@@ -18,9 +18,8 @@ from vkdelegate.serialization.blob import serialize_graph
 from vkdelegate.serialization.graph_ir import DType, GraphIR, NullValue, OpCall, TensorValue
 
 SPLIT_MAX_QUERIES = 16  # runtime/ops/attention.cpp: kSplitMaxQueries
-# Decode chunks are powers of two from 4 to 64 keys (attention.cpp: kDecodeMinChunk, kDecodeLocal), the
-# two-pass path's from 4 to 128 (kSplitMinChunk, kSplitLocal): positions around each of these edges meet a
-# chunk's first and last key.
+# Decode chunks are powers of two from 4 to 128 keys (attention.cpp: kSplitMinChunk, kSplitLocal):
+# positions around each of these edges meet a chunk's first and last key.
 CHUNK_EDGES = (4, 8, 16, 32, 64, 128)
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int64: DType.int64,
@@ -103,7 +102,7 @@ def test_matches_eager_sdpa_with_the_position_mask(dtype, batch, length, heads, 
     assert graph.execute_stats()["dispatches"] == (2 if length <= SPLIT_MAX_QUERIES else 1)
 
 
-# Replays of one graph (the decode kernel's counters) over positions around every chunk edge, 0 and S - 1.
+# Replays of one graph (the one-pass kernel's counters) over positions around every chunk edge, 0 and S - 1.
 REPLAY_CASES = [
     # (batch, queries, heads, kv_heads, head_dim, value_dim, cache_len)
     pytest.param(1, 1, 32, 4, 64, 64, 1024, id="tinyllama_decode_ratio8"),
