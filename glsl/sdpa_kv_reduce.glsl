@@ -5,7 +5,7 @@
 //   M = max_c m_c, out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c
 // The workgroup is WG / ceil(Ev / 4) lanes of ceil(Ev / 4) invocations, an output 4-vector each;
 // lane k takes chunks k, k + lanes, ..., STEP of them per round of loads (all in flight: one round
-// up to lanes * STEP chunks, 64 at head dim 64), and keeps its own maximum, sum and output;
+// up to lanes * STEP live chunks, 64 at head dim 64), and keeps its own maximum, sum and output;
 // the lanes' are then combined through shared memory (one barrier).
 // A position outside [0, S) gives zeros (the split pass reported the fault).
 #version 450
@@ -45,23 +45,15 @@ void main() {
 
   float m = -1.0 / 0.0, l = 0.0;
   vec4 acc = vec4(0.0);
-  // The rounds of loads go by the chunks of the whole cache, not the live ones: the first round's
-  // loads are issued with the position's, the chunks past it dropped after.
-  for (int c0 = lane; c0 < p.chunks; c0 += lanes * STEP) {
+  for (int c0 = lane; c0 < live; c0 += lanes * STEP) {
     vec4 ml[STEP], a[STEP];
     [[unroll]] for (int k = 0; k < STEP; ++k) {
       const int c = c0 + k * lanes;
       ml[k] = vec4(-1.0 / 0.0, 0.0, 0.0, 0.0);
       a[k] = vec4(0.0);
-      if (in_lane && c < p.chunks) {
+      if (in_lane && c < live) {
         ml[k] = part4[base + c * part_stride];
         a[k] = part4[base + c * part_stride + 1 + e4];
-      }
-    }
-    [[unroll]] for (int k = 0; k < STEP; ++k) {
-      if (c0 + k * lanes >= live) {  // stale: a chunk past the position (any values, NaN too)
-        ml[k] = vec4(-1.0 / 0.0, 0.0, 0.0, 0.0);
-        a[k] = vec4(0.0);
       }
     }
     float top = m;

@@ -16,13 +16,13 @@
 //   M = max_c m_c, out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c
 // and returns the counter to 0, so that the next execute (a replay) starts from zeros.
 // The kernel is a chain of latencies, not of bandwidth (a chunk is a few KiB), so it has one
-// round of global loads: every invocation's key, value and query 4-vectors at once, issued with
-// the position's load (not after it: rows past the position are read and left unused; a chunk
-// past it computes on them and writes nothing), the keys kept in registers (key j over WG /
-// chunk neighbouring invocations, each a dot product part per head, summed through shared
-// memory), and 4 barriers. Each output 4-vector's invocation takes its head's chunk maximum and
-// weights from the scores itself (16 redundant exps per key at head dim 64, where a reduction
-// across the workgroup would cost barriers).
+// round of global loads after the position's: every invocation's key, value and query 4-vectors
+// at once, the keys kept in registers (key j over WG / chunk neighbouring invocations, each a
+// dot product part per head, summed through shared memory), and 4 barriers. (Issuing them with
+// the position's, before a chunk knows whether it is live, measured the same on the H100.) Each
+// output 4-vector's invocation takes its head's chunk maximum and weights from the scores itself
+// (16 redundant exps per key at head dim 64, where a reduction across the workgroup would cost
+// barriers).
 // Where E and Ev are multiples of 4 (p.vec4_loads; every row then starts at a multiple of 4
 // elements) the rows are read as 4-vectors, else the same 4-vectors element by element (a
 // uniform branch: a resize may change the head dims).
@@ -49,7 +49,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 // (key, 4 heads) pairs per invocation: chunk * ceil(MAX_HEADS / 4) over WG, the chunk at most WG.
 #define PAIRS_PER_INVOCATION (MAX_HEADS / 4)
 // The combine's chunks per round of loads of each output.
-#define COMBINE_STEP 8
+#define COMBINE_STEP 16
 
 #if COMBINE
 // Written by every live chunk and read by the last: coherent, so that the reads see the other
@@ -103,12 +103,13 @@ vec4 combine_row(int row, int e4, int live, int part_stride) {
   float m = -1.0 / 0.0, l = 0.0;
   vec4 acc = vec4(0.0);
   for (int c0 = 0; c0 < live; c0 += COMBINE_STEP) {
-    vec4 ml[COMBINE_STEP], a[COMBINE_STEP];
+    vec2 ml[COMBINE_STEP];
+    vec4 a[COMBINE_STEP];
     [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
-      ml[k] = vec4(-1.0 / 0.0, 0.0, 0.0, 0.0);
+      ml[k] = vec2(-1.0 / 0.0, 0.0);
       a[k] = vec4(0.0);
       if (c0 + k < live) {
-        ml[k] = part4[base + (c0 + k) * part_stride];
+        ml[k] = part4[base + (c0 + k) * part_stride].xy;
         a[k] = part4[base + (c0 + k) * part_stride + 1 + e4];
       }
     }
@@ -150,14 +151,25 @@ void main() {
   const int E4 = (p.E + 3) >> 2, Ev4 = (p.Ev + 3) >> 2;
   const int row0 = bt * p.heads + h0;  // the query row (b, t, h0); the heads' rows follow it
   const int j0 = c * p.chunk;
-  const int rows = min(p.chunk, p.cache_len - j0);  // the chunk's keys in the cache
 
   int position, hi;
   READ_INDEX(pos_data, t, p.index_words, position, hi);
+  if (!index_fits(position, hi) || position < 0 || position >= p.cache_len) {  // uniform
+    if (c == 0) {
+#if CHECKED
+      if (tid == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
+#endif
+#if COMBINE
+      for (int i = tid; i < hp * Ev4; i += WG) write_out(row0 + i / Ev4, i % Ev4, vec4(0.0));
+#endif
+    }
+    return;
+  }
+  if (j0 > position) return;  // uniform: past this query's keys
+  const int count = min(p.chunk, position + 1 - j0);
 
-  // One round of loads, the position's among them: this invocation's key 4-vectors (key j,
-  // 4-vectors l, l + lanes, ...), its share of the values (whole rows by neighbouring
-  // invocations) and of the queries.
+  // One round of loads: this invocation's key 4-vectors (key j, 4-vectors l, l + lanes, ...),
+  // its share of the values (whole rows by neighbouring invocations) and of the queries.
   const int lanes = WG / p.chunk;  // invocations per key
   const int j = tid / lanes, l = tid % lanes;
   const int key_row = ((b * p.cache_len + j0 + j) * p.kv_heads + kv) * p.E;
@@ -165,14 +177,14 @@ void main() {
   [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
     const int e4 = l + r * lanes;
     key[r] = vec4(0.0);
-    if (j < rows && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the cache
+    if (j < count && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the position
   }
   vec4 value[VALUE_PER_INVOCATION];
   [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) {
     const int i = tid + r * WG;
     const int jv = i / max(Ev4, 1);
     value[r] = vec4(0.0);
-    if (i < rows * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
+    if (i < count * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
   }
   vec4 query[QUERY_VEC4S / WG];
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) {
@@ -181,19 +193,6 @@ void main() {
     query[r] = vec4(0.0);
     if (i < hp * E4) query[r] = load4_q((row0 + g) * p.E, i - g * E4, p.E) * p.scale;
   }
-
-  const bool valid = index_fits(position, hi) && position >= 0 && position < p.cache_len;
-  if (!valid && c == 0) {
-#if CHECKED
-    if (tid == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
-#endif
-#if COMBINE
-    for (int i = tid; i < hp * Ev4; i += WG) write_out(row0 + i / Ev4, i % Ev4, vec4(0.0));
-#endif
-  }
-  // The chunk's keys up to the position: 0 past it (or at a faulty position), uniform.
-  const int count = valid ? clamp(position + 1 - j0, 0, p.chunk) : 0;
-
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) q_s[tid + r * WG] = query[r];
   barrier();
 
@@ -224,7 +223,6 @@ void main() {
   barrier();  // the parts are read: kv_s takes the values
   [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) kv_s[tid + r * WG] = value[r];
   barrier();
-  if (count == 0) return;  // uniform: past the position
 
   // Invocation o of head g = o / Ev4 sums its output 4-vector over the keys (its outputs side by
   // side, independent chains), with its head's chunk maximum m and weights exp(s - m).

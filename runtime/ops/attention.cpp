@@ -237,8 +237,7 @@ constexpr int64_t kSplitMaxQueries = 16;
 // workgroup size whose keys' and values' 4-vectors fit 4 per invocation; the chunk, the fewest
 // keys that give about kSplitTargetGroups workgroups over the whole cache, or the setting
 // SDPA_KV_CHUNK (rounded up to a power of two and down to what fits). A short context uses a
-// fraction of them: the chunks past the position load their rows with the position (in one round
-// of loads) and write nothing.
+// fraction of them: the chunks past the position exit at once.
 constexpr LocalSize kSplitLocal{128, 1, 1};
 constexpr int64_t kSplitMaxHeads = 8, kSplitKeyPerInvocation = 4, kSplitValuePerInvocation = 4;
 constexpr int64_t kSplitQueryVec4s = 256, kSplitScores = 512, kSplitOutPerInvocation = 4;
