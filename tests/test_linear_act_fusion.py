@@ -200,7 +200,7 @@ def test_transformer_block_residual_adds_go_into_the_linears():
 
 def test_vit_blocks_residual_adds_go_into_the_linears():
     """A small ViT (two blocks of ViTTiny's layout): each block's two residual adds fuse; the one add
-    left is the position embedding's (a broadcast over the batch)."""
+    left is the position embedding's (after a cat, not a linear)."""
     from vkdelegate.examples.models import ViTTiny
     model = ViTTiny(image_size=32, depth=2).eval()
     inputs = ViTTiny.example_inputs(image_size=32)

@@ -31,10 +31,9 @@ struct Epilogue {
 // binding follows the shader's buffers.
 std::string residual_variant(ComputeGraph& g, const std::string& shader) {
   const size_t dtype = shader.rfind('_');
-  const std::string name = shader.substr(0, dtype) + "_res" + shader.substr(dtype);
-  if (dtype == std::string::npos || find_shader(name) == nullptr) {
-    g.fail("the kernel " + shader + " has no variant that adds a residual (" + name + ")");
-  }
+  const std::string name =
+      dtype == std::string::npos ? shader + "_res" : shader.substr(0, dtype) + "_res" + shader.substr(dtype);
+  if (find_shader(name) == nullptr) g.fail("the kernel " + shader + " has no variant that adds a residual (" + name + ")");
   return name;
 }
 
