@@ -81,34 +81,38 @@ def _gelu_tanh(y):
     return torch.nn.functional.gelu(y, approximate="tanh")
 
 
-# (id, dtype, rows, activation, bias, settings, the shaders that must run): each float kernel a linear
-# can take, forced where the sizes alone would not take it. fp16 compares with tolerance (one
-# rounding on store here, two in eager: the linear's and the add's).
+# (id, dtype, rows, N, activation, bias, settings, the shaders that must run): each float kernel a
+# linear can take, forced where the sizes alone would not take it; N 40 keeps the 16-byte stores (N a
+# multiple of 4, of 8 for the cooperative-matrix kernels), N 37 takes the scalar ones. fp16 compares
+# with tolerance (one rounding on store here, two in eager: the linear's and the add's).
 KERNEL_PATHS = [
-    ("gemv_f32", torch.float32, 1, torch.relu, True, {}, ["gemv_res_f32"]),
-    ("matmul_f32", torch.float32, 37, None, False, dict(NO_TILED_MM=True, GEMV_MAX_ROWS=1), ["matmul_res_f32"]),
-    ("tiled_f32", torch.float32, 37, torch.nn.functional.gelu, True, dict(TILED_MM="8,8,8", MM_SPLITK=1),
+    ("gemv_f32", torch.float32, 1, 40, torch.relu, True, {}, ["gemv_res_f32"]),
+    ("matmul_f32", torch.float32, 37, 40, None, False, dict(NO_TILED_MM=True, GEMV_MAX_ROWS=1), ["matmul_res_f32"]),
+    ("tiled_f32", torch.float32, 37, 40, torch.nn.functional.gelu, True, dict(TILED_MM="8,8,8", MM_SPLITK=1),
      ["matmul_tiledu_kb_res_f32"]),
-    ("splitk_f32", torch.float32, 37, _gelu_tanh, True, dict(TILED_MM="8,8,8", MM_SPLITK=3),
+    ("tiled_no_bias_f32", torch.float32, 37, 40, None, False, dict(TILED_MM="8,8,8", MM_SPLITK=1),
+     ["matmul_tiledu_kb_res_f32"]),
+    ("splitk_f32", torch.float32, 37, 40, _gelu_tanh, True, dict(TILED_MM="8,8,8", MM_SPLITK=3),
      ["matmul_tiledu_sk_kb_f32", "matmul_splitk_reduce_res_f32"]),
-    ("gemv_f16", torch.float16, 1, None, True, {}, ["gemv_res_f16"]),
-    ("matmul_f16", torch.float16, 37, torch.relu, True, dict(NO_COOPMAT=True, GEMV_MAX_ROWS=1), ["matmul_res_f16"]),
-    ("coop_m_f16", torch.float16, 37, torch.nn.functional.gelu, True, dict(COOPMAT_EMULATE=True, COOPMM_TILE="m"),
+    ("gemv_f16", torch.float16, 1, 37, None, True, {}, ["gemv_res_f16"]),
+    ("matmul_f16", torch.float16, 37, 40, torch.relu, True, dict(NO_COOPMAT=True, GEMV_MAX_ROWS=1),
+     ["matmul_res_f16"]),
+    ("coop_m_f16", torch.float16, 37, 40, torch.nn.functional.gelu, True, dict(COOPMAT_EMULATE=True, COOPMM_TILE="m"),
      ["matmul_coop_emu_m_kb_res_f16"]),
-    ("coop_mk2_f16", torch.float16, 37, None, False, dict(COOPMAT_EMULATE=True, COOPMM_TILE="mk2"),
+    ("coop_m_n37_f16", torch.float16, 37, 37, None, True, dict(COOPMAT_EMULATE=True, COOPMM_TILE="m"),
+     ["matmul_coop_emu_m_kb_res_f16"]),
+    ("coop_mk2_f16", torch.float16, 37, 40, None, False, dict(COOPMAT_EMULATE=True, COOPMM_TILE="mk2"),
      ["matmul_coop_emu_mk2_kb_res_f16"]),
 ]
 
 
 @pytest.mark.parametrize("case", KERNEL_PATHS, ids=[c[0] for c in KERNEL_PATHS])
 def test_residual_in_each_kernels_epilogue(case):
-    """The add fuses (one dispatch, the _res variant of the kernel) and matches eager; K 40 and N 36
-    keep the 16-byte paths (N a multiple of 4, of 8 for the cooperative-matrix store); N 37 in
-    test_residual_unaligned_sizes takes the scalar ones."""
-    _, dtype, rows, act, bias, settings, shaders = case
+    """The add fuses (one dispatch, the _res variant of the kernel) and matches eager."""
+    _, dtype, rows, n, act, bias, settings, shaders = case
     torch.manual_seed(0)
-    model = LinearResidual(40, 36, act, bias).to(dtype).eval()
-    inputs = (torch.randn(rows, 40, dtype=dtype), torch.randn(rows, 36, dtype=dtype))
+    model = LinearResidual(40, n, act, bias).to(dtype).eval()
+    inputs = (torch.randn(rows, 40, dtype=dtype), torch.randn(rows, n, dtype=dtype))
     run = run_forcing(model, inputs, **settings)
     assert run.shaders == shaders, run.shaders
     with torch.no_grad():
