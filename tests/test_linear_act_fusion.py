@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from helpers import TOLERANCES, dispatch_ops, lower, run_pte
-from kernel_check import chosen_shaders, run_forcing
+from kernel_check import chosen_shaders, lower_once, run_forcing
 import vkdelegate.runtime as rt
 from vkdelegate.examples.models import MODELS
 
@@ -137,10 +137,11 @@ def test_residual_unaligned_sizes_and_rank3(settings):
         def forward(self, x):
             return torch.relu(self.fc2(x + self.fc1(x))) + x
 
-    for model, inputs in ((LinearResidual(13, 37, torch.relu, residual_first=False),
-                           (torch.randn(3, 11, 13), torch.randn(3, 11, 37))),
-                          (SelfResidual(), (torch.randn(2, 9, 13),))):
-        run = run_forcing(model.eval(), inputs, **settings)
+    for key, model, inputs in (("rank3", LinearResidual(13, 37, torch.relu, residual_first=False),
+                                (torch.randn(3, 11, 13), torch.randn(3, 11, 37))),
+                               ("self", SelfResidual(), (torch.randn(2, 9, 13),))):
+        em = lower_once(("residual_unaligned", key), model.eval(), inputs)  # one lowering for every setting
+        run = run_forcing(model, inputs, edge_manager=em, **settings)
         ops = dispatch_ops(run.edge_manager)
         linears = sum("vkd_linear_act" in op for op in ops)
         assert linears == len(ops) and sum("_res_" in s for s in run.shaders) == linears, (ops, run.shaders)
