@@ -264,11 +264,12 @@ VKD_REGISTER_OPS(register_matmul_ops) {
   // et_vk.vkd_linear_act(input, weight, bias, activation, residual=None): the activation, then the
   // residual added, in the epilogue
   register_op("et_vk.vkd_linear_act.default", [](ComputeGraph& g, const OpArgs& a) {
-    if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
+    // Programs exported before the residual argument have 4 arguments.
+    if (a.size() != 5 && a.size() != 6) g.fail("expected 4 or 5 arguments and 1 output");
     const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
     Epilogue epi;
     epi.act = activation_named(g, g.get_string(a.at(3)));
-    epi.residual = g.is_null(a.at(4)) ? -1 : a.at(4);
+    epi.residual = a.size() == 6 && !g.is_null(a.at(4)) ? a.at(4) : -1;
     if (epi.residual == a.back()) g.fail("the residual must not be the output");
     add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f, epi);
   });
