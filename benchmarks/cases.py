@@ -187,6 +187,12 @@ QUANT = {
     "linear_int4_g32_11008x4096_m1": (lambda: (PeriodicLinear(11008, 4096), (_f32(1, 11008),)), "weight_only", 4, 32),
     "linear_int4_g32_4096x4096_m4": (lambda: (PeriodicLinear(4096, 4096), (_f32(4, 4096),)), "weight_only", 4, 32),
     "linear_8da4w_g32_4096x4096_m4": (lambda: (PeriodicLinear(4096, 4096), (_f32(4, 4096),)), "8da", 4, 32),
+    # The TinyLlama-shape decode products (q/k/v and w1/w3 each as one weight: the fused ops' N),
+    # to time the one-row kernel alone on them (sweep_gemv.sh).
+    "linear_int4_g32_2048x2560_m1": (lambda: (PeriodicLinear(2048, 2560), (_f32(1, 2048),)), "weight_only", 4, 32),
+    "linear_int4_g32_2048x2048_m1": (lambda: (PeriodicLinear(2048, 2048), (_f32(1, 2048),)), "weight_only", 4, 32),
+    "linear_int4_g32_2048x11264_m1": (lambda: (PeriodicLinear(2048, 11264), (_f32(1, 2048),)), "weight_only", 4, 32),
+    "linear_int4_g32_5632x2048_m1": (lambda: (PeriodicLinear(5632, 2048), (_f32(1, 5632),)), "weight_only", 4, 32),
     # The 4-bit GEMV bar of issue 16: weights far larger than the H100's 50 MB L2 (117 MB of
     # 4-bit values), M = 1, timed with the L2 flushed: GB/s of weights against HBM3's ~3350.
     "linear_int4_g32_8192x28672_m1": (lambda: (PeriodicLinear(8192, 28672), (_f32(1, 8192),)), "weight_only", 4, 32),

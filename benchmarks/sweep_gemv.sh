@@ -12,11 +12,49 @@
 # linear stores on the GPU (packed weights and scales: the runner's constant_bytes).
 # SWEEP="pte:label:ENV=V+ENV=V ..." replaces the built-in list. The driver's internal
 # representations of the 8192x28672 product's kernels land in OUT/gemv_ir.
+#
+#   bash benchmarks/BUNDLE/sweep_gemv.sh OUT decode
+# in an LLM bundle (make_llm_bundle.py): the decode step under each setting of DECODE_SWEEP
+# ("label:ENV=V+ENV=V ..."; "default:-" first): 32 decode steps after a 128-token prompt,
+# 2 generations after 1 warm-up (tok/s of the unprofiled steps), then one profiled step: the
+# fused GEMVs' dispatch times (median over the layers of [rms_norm + q/k/v], [wo + residual],
+# [rms_norm + w1/w3 + silu*mul], [w2 + residual]; each dispatch's time holds the barrier before it).
 set -uo pipefail
-out=${1:?usage: sweep_gemv.sh OUT}
+out=${1:?usage: sweep_gemv.sh OUT [decode]}
 source "$(dirname "$0")/gpu_vulkan.sh"  # the loader, driver and layer setup
 cd "$(dirname "$0")"
 mkdir -p "$out"
+if [ "${2:-}" = decode ]; then
+  pte=$(python3 -c "import json; print(json.load(open('manifest_llm.json'))['pte'])")
+  for item in ${DECODE_SWEEP:-default:-}; do
+    label=${item%%:*} spec=${item#*:} envs=()
+    [ "$spec" != "-" ] && IFS=+ read -ra envs <<< "$spec"
+    if ! env "${envs[@]}" ./vkdelegate_runner --model "$pte" --prompt-tokens 128 --generate 32 --warmup 1 --iters 2 \
+        --profile --json "$out/decode_$label.json" > "$out/decode_$label.txt" 2>&1; then
+      echo "$label: FAILED $(tail -c 300 "$out/decode_$label.txt")"
+      continue
+    fi
+    python3 - "$out/decode_$label.json" "$label" <<'PY'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+# The fused linears' kernels: an op's first dispatch (its other nodes, the many-row path, are
+# recorded with no workgroups: a timestamp each). In graph order: 4 per layer, then the head.
+first = {}
+for d in r["decode_dispatches"]:
+    if "vkd_linear_qw_fused" in d["op"] and (d["delegate"], d["op"]) not in first:
+        first[(d["delegate"], d["op"])] = d["us"]
+times = list(first.values())
+layers = len(times) // 4
+names = ["qkv", "wo", "w1w3", "w2"]
+parts = [f"{n} {statistics.median(times[i:4 * layers:4]):.2f}" for i, n in enumerate(names)] if layers else []
+gemv = sum(times[:4 * layers])
+print(f"{sys.argv[2]}: decode {r['decode_tok_s']:.1f} tok/s (step {r['decode_step_ms_median']:.3f} ms); "
+      f"profiled step {r['decode_gpu_us']:.0f} us, fused GEMVs {gemv:.0f} us ({layers} layers; median us: "
+      + ", ".join(parts) + f"); last tokens {r.get('tokens', [])[-6:]}")
+PY
+  done 2>&1 | tee "$out/sweep_decode.txt"
+  exit 0
+fi
 one() {  # pte label env-list (+-separated, or "-")
   local pte=$1 label=$2 envs=()
   [ -f "$pte.pte" ] || return

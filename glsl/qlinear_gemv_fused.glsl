@@ -58,7 +58,31 @@
 // variant qlinear_gemv_fused_pair_b4_x4_c1u4: BITS=4 X4=1 PAIR=1 NC=1 U=4
 // variant qlinear_gemv_fused_pair_b4_x4_c2u4: BITS=4 X4=1 PAIR=1 NC=2 U=4
 // variant qlinear_gemv_fused_pair_b4_x4_c4u4: BITS=4 X4=1 PAIR=1 NC=4 U=4
+// SG: the sums across the workgroup by subgroupAdd, then one partial per subgroup through
+// shared memory (one barrier; the tree takes log2(local size)); the residual and biases are
+// read before the loop, so the epilogue waits on no load. "cNuMs" shapes, only where the device
+// has subgroup arithmetic; c4u2s is the int4 default there (runtime/ops/quantized_linear.cpp).
+// H100 (benchmarks/results/decode_h100_2026-11-26.md): c4u4s and c8u1s were slower than c4u1.
+// variant qlinear_gemv_fused_b4_c4u1s: BITS=4 X4=0 PAIR=0 NC=4 U=1 SG=1
+// variant qlinear_gemv_fused_b4_x4_c4u1s: BITS=4 X4=1 PAIR=0 NC=4 U=1 SG=1
+// variant qlinear_gemv_fused_pair_b4_c4u1s: BITS=4 X4=0 PAIR=1 NC=4 U=1 SG=1
+// variant qlinear_gemv_fused_pair_b4_x4_c4u1s: BITS=4 X4=1 PAIR=1 NC=4 U=1 SG=1
+// variant qlinear_gemv_fused_b4_c4u2s: BITS=4 X4=0 PAIR=0 NC=4 U=2 SG=1
+// variant qlinear_gemv_fused_b4_x4_c4u2s: BITS=4 X4=1 PAIR=0 NC=4 U=2 SG=1
+// variant qlinear_gemv_fused_pair_b4_c4u2s: BITS=4 X4=0 PAIR=1 NC=4 U=2 SG=1
+// variant qlinear_gemv_fused_pair_b4_x4_c4u2s: BITS=4 X4=1 PAIR=1 NC=4 U=2 SG=1
+// variant qlinear_gemv_fused_b4_c2u1s: BITS=4 X4=0 PAIR=0 NC=2 U=1 SG=1
+// variant qlinear_gemv_fused_b4_x4_c2u1s: BITS=4 X4=1 PAIR=0 NC=2 U=1 SG=1
+// variant qlinear_gemv_fused_pair_b4_c2u1s: BITS=4 X4=0 PAIR=1 NC=2 U=1 SG=1
+// variant qlinear_gemv_fused_pair_b4_x4_c2u1s: BITS=4 X4=1 PAIR=1 NC=2 U=1 SG=1
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+#ifndef SG
+#define SG 0
+#endif
+#if SG
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 const int PER = 32 / BITS;  // values per word
 // NC columns per workgroup (of each weight of the pair); NS dot products per invocation;
@@ -102,7 +126,8 @@ layout(set = 0, binding = 18) uniform Params {
   float eps;
 } p;
 
-shared float partial[NS + 1][gl_WorkGroupSize.x];  // NS sums, then sum(x^2)
+// NS sums, then sum(x^2): per invocation (the tree), or per subgroup (SG: at most one per invocation).
+shared float partial[NS + 1][gl_WorkGroupSize.x];
 
 #include "qlinear_gemv.glslh"
 
@@ -155,6 +180,21 @@ void main() {
     wsrc[s] = PAIR != 0 ? s / NC : j;
   }
 
+#if SG
+  // The epilogue's operands, loaded now so their latency hides behind the loop's.
+  float early_add = 0.0, early_bias1 = 0.0;
+  if (tid < NC) {
+    const int n = min(n0 + tid, N - 1);
+    const int jb = PAIR != 0 ? 0 : j;
+    const int has_bias = jb == 0 ? p.has_bias0 : jb == 1 ? p.has_bias1 : p.has_bias2;
+    if (has_bias != 0) early_add = jb == 0 ? b0_data[n] : jb == 1 ? b1_data[n] : b2_data[n];
+#if PAIR
+    if (p.has_bias1 != 0) early_bias1 = b1_data[n];
+#endif
+  }
+  const float early_residual = tid < NC && p.has_residual != 0 ? residual_data[min(n0 + tid, N - 1)] : 0.0;
+#endif
+
   float acc[NS];
   for (int s = 0; s < NS; ++s) acc[s] = 0.0;
   float sumsq = 0.0;
@@ -184,6 +224,46 @@ void main() {
     }
   }
 
+#if SG
+  // Each subgroup's sums, then one partial per subgroup: the NC storing invocations add them.
+  for (int s = 0; s < NS; ++s) acc[s] = subgroupAdd(acc[s]);
+  sumsq = subgroupAdd(sumsq);
+  if (subgroupElect()) {
+    for (int s = 0; s < NS; ++s) partial[s][gl_SubgroupID] = acc[s];
+    partial[NS][gl_SubgroupID] = sumsq;
+  }
+  barrier();
+  if (tid < NC) {
+    const int n = n0 + tid;
+    if (n < N) {
+      float a = 0.0, total_sq = 0.0;
+#if PAIR
+      float b = 0.0;
+#endif
+      for (uint i = 0; i < gl_NumSubgroups; ++i) {
+        a += partial[tid][i];
+        total_sq += partial[NS][i];
+#if PAIR
+        b += partial[NC + tid][i];
+#endif
+      }
+      const float r = p.has_norm != 0 ? inversesqrt(total_sq / float(p.K) + p.eps) : 1.0;
+      float v = a * r + early_add;
+#if PAIR
+      b = b * r + early_bias1;
+      v = v / (1.0 + exp(-v)) * b;  // silu(a) * b
+#endif
+      v += early_residual;
+      if (j == 0) {
+        out0_data[n] = v;
+      } else if (j == 1) {
+        out1_data[n] = v;
+      } else {
+        out2_data[n] = v;
+      }
+    }
+  }
+#else
   // The sums across the workgroup (a power of two): a shared-memory tree.
   for (int s = 0; s < NS; ++s) partial[s][tid] = acc[s];
   partial[NS][tid] = sumsq;
@@ -217,4 +297,5 @@ void main() {
       }
     }
   }
+#endif
 }

@@ -133,7 +133,7 @@ def test_one_row_is_one_dispatch(case_id):
     assert dispatches[True] > 1
 
 
-FUSED_SHAPES = ("c4u1", "c1u1", "c2u1", "c1u2", "c2u2", "c4u2", "c1u4", "c2u4", "c4u4")
+FUSED_SHAPES = ("c4u1", "c1u1", "c2u1", "c1u2", "c2u2", "c4u2", "c1u4", "c2u4", "c4u4", "c4u1s", "c4u2s", "c2u1s")
 
 
 def _fused_shape_cases():
@@ -171,6 +171,24 @@ def test_fused_shapes_match_reference(case_id):
         run = run_forcing(module, inputs, edge_manager=em, QLINEAR_GEMV_FUSED_SHAPE=shape, QLINEAR_WG=16)
         assert_ran(run.shaders, kernel + ("" if shape == "c4u1" else "_" + shape))
         assert len(run.outputs) == len(expected)
+        for out, ref in zip(run.outputs, expected):
+            torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
+
+
+@pytest.mark.parametrize("case_id", ["pair_silu_norm_k525", "qkv_norm_k544"])
+def test_default_fused_kernel_reduces_by_subgroups(case_id):
+    """Unset, the int4 one-row kernel is the c4u2s shape (subgroupAdd) where the device has
+    subgroup arithmetic (lavapipe has), and the shared-memory tree (c4u1) with NO_SUBGROUP_OPS,
+    each to the op's result."""
+    assert rt.device_info()["subgroup_arithmetic"], "lavapipe has subgroup arithmetic in compute shaders"
+    _, module, inputs, kernel = next(c for c in _fused_shape_cases() if c[0] == case_id)
+    with torch.no_grad():
+        expected = module(*inputs)
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    em = lower_once(("fused_shapes", case_id), module, inputs)
+    for settings, name in (({}, kernel + "_c4u2s"), ({"NO_SUBGROUP_OPS": True}, kernel)):
+        run = run_forcing(module, inputs, edge_manager=em, **settings)
+        assert_ran(run.shaders, name)
         for out, ref in zip(run.outputs, expected):
             torch.testing.assert_close(out, ref, **TOLERANCES["matmul"])
 

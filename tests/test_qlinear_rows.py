@@ -154,7 +154,7 @@ def test_gemv_shapes_match_reference():
     module = fused("vkd_linear_qw", 1056, 13, 4, 32, True, True)
     x = torch.randn(1, 1056) * 2.0
     em = lower_once(("qlinear_gemv_shapes",), module, (x,))
-    for shape in ("c4u1", "c2u1", "c4u2", "c8u1"):
+    for shape in ("c4u1", "c2u1", "c4u2", "c8u1", "c4u1s"):
         run = run_forcing(module, (x,), edge_manager=em, QLINEAR_GEMV_SHAPE=shape, QLINEAR_WG=16)
         assert_ran(run.shaders, "qlinear_gemv_b4_x4" + ("" if shape == "c4u1" else "_" + shape))
         with torch.no_grad():

@@ -106,6 +106,12 @@ LocalSize rows_local(ComputeGraph& g) {
   }
   return {size, 1, 1};
 }
+// A GEMV shape ending in "s" reduces with subgroupAdd: only where the device has subgroup arithmetic.
+void require_subgroup_shape(ComputeGraph& g, const std::string& shape) {
+  if (!shape.empty() && shape.back() == 's' && !g.context().info().subgroup_arithmetic) {
+    g.fail("the GEMV shape " + shape + " needs subgroup arithmetic, which this device lacks");
+  }
+}
 // qlinear_gemv.glsl's local size: 128 (within the device's limit); the setting QLINEAR_WG
 // sets it as it sets the rows kernels'.
 LocalSize gemv_local(ComputeGraph& g) {
@@ -210,7 +216,8 @@ void add_quantized_linear(ComputeGraph& g, const OpArgs& a, bool dq8a) {
   std::string gemv_shader = std::string("qlinear_gemv") + (bits == 4 ? "_b4" : "_b8") + (gemv_x4 ? "_x4" : "");
   int64_t gemv_cols = kGemvCols;
   if (const std::string& shape = g.settings().qlinear_gemv_shape; !shape.empty() && bits == 4 && gemv_x4) {
-    // "cNuM": N columns per workgroup.
+    // "cNuM": N columns per workgroup; "s": the subgroup reduction.
+    require_subgroup_shape(g, shape);
     if (shape != "c4u1") gemv_shader += "_" + shape;
     gemv_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
   }
@@ -405,10 +412,27 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   std::string shader = std::string("qlinear_gemv_fused") + (silu_mul ? "_pair" : "") +
                        (bits == 4 ? "_b4" : "_b8") + (x4 ? "_x4" : "");
   int64_t fused_cols = 4;  // NC in qlinear_gemv_fused.glsl
-  if (const std::string& shape = g.settings().qlinear_gemv_fused_shape; !shape.empty() && bits == 4) {
-    // "cNuM": N columns per workgroup.
+  // Unset: int4 takes c4u2s where the device has subgroup arithmetic, else c4u1; a silu_mul pair
+  // at 64 invocations (c4u2s), the others at gemv_local's 128. H100, TinyLlama-shape decode, the
+  // 88 fused GEMVs of a profiled step: c4u1 ~945 us, c4u2s 866, c4u2s with the pair at 64 ~840
+  // (w1/w3 14.1 us against 15.1 at 128; q/k/v, wo and w2 were slower at 64): the decode step
+  // 1.627 -> 1.511 ms (benchmarks/results/decode_h100_2026-11-26.md).
+  std::string shape = g.settings().qlinear_gemv_fused_shape;
+  const bool subgroup_default = shape.empty() && bits == 4 && !g.settings().no_subgroup_ops &&
+                                g.context().info().subgroup_arithmetic;
+  if (subgroup_default) shape = "c4u2s";
+  if (!shape.empty() && bits == 4) {
+    // "cNuM": N columns per workgroup; "s": the subgroup reduction.
+    require_subgroup_shape(g, shape);
     if (shape != "c4u1") shader += "_" + shape;
     fused_cols = std::stoi(shape.substr(1, shape.find('u') - 1));
+  }
+  LocalSize local = gemv_local(g);
+  if (subgroup_default && silu_mul && !g.settings().qlinear_wg) {
+    // The pair's 8 sums per invocation took 77 registers on the H100 (c4u2s): at 128 invocations a
+    // TinyLlama w1/w3 (1408 workgroups) does not fit the GPU at once; at 64 it does.
+    local[0] = std::max<uint32_t>(std::min<uint32_t>(64, local[0]), g.context().info().subgroup_size);
+    local[0] = std::min(local[0], g.context().info().max_workgroup_invocations);
   }
   auto at = [&](const std::vector<int>& ids, size_t j, int absent) {
     return j < ids.size() && !g.is_null(ids[j]) ? ids[j] : absent;
@@ -439,7 +463,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
       g.fail("too large for 32-bit indexing: " + std::to_string(N[j]) + " columns of " + std::to_string(K));
     }
   }
-  g.add_node(g.current_op(), shader, gemv_local(g), tensors, [=](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), shader, local, tensors, [=](ComputeGraph& g, Node& node) {
     set_out_sizes(g);
     QLinearFusedParams p{};
     p.K = static_cast<int32_t>(K), p.words_per_row = static_cast<int32_t>(words_per_row);
