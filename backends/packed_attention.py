@@ -68,6 +68,8 @@ def _match(sdpa: Node) -> Optional[Dict]:
 def fuse_packed_qkv_attention(program: ExportedProgram, options: Dict) -> None:
     graph = program.graph_module.graph
     target = exir_ops.edge.et_vk.vkd_sdpa_qkv.default
+    # What fuse_manual_attention left without users still holds the selects (transformer.py's block).
+    graph.eliminate_dead_code()
     for node in list(graph.nodes):
         if not _call(node, aten.scaled_dot_product_attention.default):
             continue

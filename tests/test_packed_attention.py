@@ -9,6 +9,7 @@ from torch.nn import functional as F
 
 from helpers import dispatch_ops, lower, run_pte
 from kernel_check import chosen_shaders
+from vkdelegate.examples.models.transformer import TransformerBlock
 from vkdelegate.examples.models.vit import ViTBlock
 
 FUSED = "et_vk.vkd_sdpa_qkv.default"
@@ -84,3 +85,12 @@ def test_vit_block_is_nine_dispatches_fp32_and_fp16():
     assert len(ops) == 9, ops
     assert [s for s in chosen_shaders(em) if s.startswith("sdpa")] == ["sdpa_short_f32"]
     check(block, x, True, tolerance=2e-2, fp16=True)
+
+
+def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
+    """examples/models/transformer.py's block: fuse_manual_attention makes the sdpa first (the bmm chain it
+    leaves still holds the selects until dead code goes); 9 dispatches where 14 ran."""
+    torch.manual_seed(4)
+    block, x = TransformerBlock(dim=32, heads=2).eval(), (torch.randn(2, 11, 32),)
+    em, ops = check(block, x, True, tolerance=1e-4)
+    assert len(ops) == 9, ops
