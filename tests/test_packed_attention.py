@@ -1,8 +1,9 @@
 """backends/packed_attention.py: attention of a packed q|k|v projection (reshape -> permute -> select x3
 -> sdpa -> transpose, as a ViT block writes it) runs as one et_vk.vkd_sdpa_qkv dispatch, with no layout
-copies around it; causal and scaled too, in float16. Look-alikes it must leave alone (a select used
-elsewhere, q/k/v out of order, other permutes, an output kept in heads-first layout, more tokens than the
-kernel holds) keep their ops. Results match eager."""
+copies around it; causal and scaled too (float16: the op's samples in test_ops.py, the models' in
+test_fp16.py). Look-alikes it must leave alone (a select used elsewhere, q/k/v out of order, other
+permutes, an output kept in heads-first layout, more tokens than the kernel holds) keep their ops.
+Results match eager."""
 import pytest
 import torch
 from torch.nn import functional as F
@@ -40,8 +41,8 @@ class PackedAttention(torch.nn.Module):
         return merged
 
 
-def check(model, inputs, fused, tolerance=1e-5, fp16=False):
-    em = lower(model.eval(), inputs, {"force_fp16": True} if fp16 else None)
+def check(model, inputs, fused, tolerance=1e-5):
+    em = lower(model.eval(), inputs)
     ops = dispatch_ops(em)
     if fused:
         assert ops.count(FUSED) == 1 and not any(op in COPIES for op in ops), ops
@@ -56,7 +57,6 @@ def check(model, inputs, fused, tolerance=1e-5, fp16=False):
 @pytest.mark.parametrize("heads, tokens, head_dim, causal, scale", [
     pytest.param(3, 13, 8, False, None, id="h3_t13_d8"),
     pytest.param(2, 9, 20, True, 0.3, id="causal_scale_h2_t9_d20"),
-    pytest.param(1, 40, 16, False, None, id="one_head_t40"),
 ])
 def test_packed_attention_fuses(heads, tokens, head_dim, causal, scale):
     torch.manual_seed(tokens)
@@ -76,7 +76,7 @@ def test_more_tokens_than_the_kernel_holds_keep_their_ops():
     assert FUSED not in dispatch_ops(em)
 
 
-def test_vit_block_is_nine_dispatches_fp32_and_fp16():
+def test_vit_block_is_nine_dispatches():
     """The block: 2 layer norms, 3 linears and a fused linear + gelu, 2 adds, and the attention: one
     dispatch where sdpa and the layout copies around it took five."""
     torch.manual_seed(3)
@@ -84,7 +84,6 @@ def test_vit_block_is_nine_dispatches_fp32_and_fp16():
     em, ops = check(block, x, True, tolerance=1e-4)
     assert len(ops) == 9, ops
     assert [s for s in chosen_shaders(em) if s.startswith("sdpa")] == ["sdpa_short_f32"]
-    check(block, x, True, tolerance=2e-2, fp16=True)
 
 
 def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
