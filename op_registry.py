@@ -699,8 +699,9 @@ _ENTRIES = [
         kind="matmul", dtypes=FLOATS,
     ),
     OpEntry("linear_act", (et_vk.vkd_linear_act.default,),
-            "et_vk.vkd_linear_act: a linear as above with relu, gelu or gelu_tanh applied as the product is "
-            "stored; made at preprocess from linear -> relu / gelu.",
+            "et_vk.vkd_linear_act: a linear as above with none, relu, gelu or gelu_tanh applied as the product is "
+            "stored, then an optional residual of the output's sizes and dtype added; made at preprocess from "
+            "linear [-> relu / gelu] [-> add of alpha 1].",
             check=_check_linear, kind="matmul", dtypes=FLOATS),
     OpEntry("bmm", (aten.bmm.default,), "3-D x 3-D, same batch.", kind="matmul", dtypes=FLOATS),
     OpEntry(

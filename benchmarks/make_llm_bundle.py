@@ -47,7 +47,7 @@ def main():
     libdir = os.path.join(list(executorch.__path__)[0], "lib")
     for lib in LIBS:
         shutil.copy2(os.path.join(libdir, lib), args.out)
-    for name in ("bench_llm.py", "run_gpu.sh", "gpu_vulkan.sh", "sweep_llm.sh"):
+    for name in ("bench_llm.py", "run_gpu.sh", "gpu_vulkan.sh", "sweep_llm.sh", "attention_profile.py"):
         shutil.copy2(os.path.join(HERE, name), args.out)
     os.makedirs(os.path.join(args.out, "models"))
     shutil.copy2(os.path.join(ROOT, "examples", "models", "llama.py"), os.path.join(args.out, "models"))

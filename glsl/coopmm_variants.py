@@ -77,7 +77,8 @@ def _tile_defines(v):
 
 def shader_variants(shader):
     """(variant name, defines) of the shader `shader` (a file's name without .glsl),
-    one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k)."""
+    one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k), and per tile
+    the _kb one with a residual (_kb_res)."""
     if shader in QLINEAR_SHADERS:
         assert all(VARIANTS[name]["ks"] == 1 for name in QLINEAR_TILES), "qlinear_coop splits no K"
         return [(f"{shader}_{name}_b{bits}", _tile_defines(VARIANTS[name]) + ["B_KMAJOR=1", f"BITS={bits}"])
@@ -96,6 +97,8 @@ def shader_variants(shader):
             tile = _tile_defines(v)
         for layout, kmajor in (("nb", 0), ("kb", 1)):
             out.append((f"{shader}_{name}_{layout}", tile + [f"B_KMAJOR={kmajor}"]))
+        # A linear's (kb) with a residual added in the epilogue (matmul_params.glslh: RESIDUAL).
+        out.append((f"{shader}_{name}_kb_res", tile + ["B_KMAJOR=1", "RESIDUAL=1"]))
     return out
 
 

@@ -3,7 +3,10 @@
 // a workgroup computes local-y outputs of one row m, the local-x invocations
 // of each output split K (coalesced reads of the weight row) and sum their
 // partial dot products in shared memory. Same bindings and parameters as matmul.glsl.
-// Storage is T (f32 or f16); products accumulate in float.
+// Storage is T (f32 or f16); products accumulate in float. The _res variants add a residual
+// (matmul_params.glslh) after the activation.
+// variant gemv: RESIDUAL=0
+// variant gemv_res: RESIDUAL=1
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -16,7 +19,6 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
-#include "activation.glslh"
 
 shared float partial[gl_WorkGroupSize.x * gl_WorkGroupSize.y];
 
@@ -43,6 +45,7 @@ void main() {
   if (tx == 0 && n < p.N) {
     float v = p.alpha * partial[row];
     if (p.has_bias != 0) v += p.beta * float(bias_data[b * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
-    out_data[b * p.c_sb + m * p.N + n] = T(activation(v, p.act));
+    const int o = b * p.c_sb + m * p.N + n;
+    out_data[o] = T(epilogue_tail(v, o));
   }
 }

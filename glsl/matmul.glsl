@@ -6,7 +6,10 @@
 // (4*WY) x (4*WX) tile. Accumulators are named variables, never arrays: the
 // NVIDIA compiler put arrays in local memory and ran 10x slower. (8 x 8 per
 // invocation in 128 x 128 tiles measured no faster on the H100.)
-// Storage is T (f32 or f16); products accumulate in float.
+// Storage is T (f32 or f16); products accumulate in float. The _res variants add a residual
+// (matmul_params.glslh) after the activation.
+// variant matmul: RESIDUAL=0
+// variant matmul_res: RESIDUAL=1
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -19,7 +22,6 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
-#include "activation.glslh"
 
 const uint BK = 16;
 const uint TM = gl_WorkGroupSize.y * 4;
@@ -36,7 +38,8 @@ void store_row(int b, int m, int n, vec4 row) {
     if (n + j >= p.N) return;
     float v = p.alpha * row[j];
     if (p.has_bias != 0) v += p.beta * float(bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn]);
-    out_data[b * p.c_sb + m * p.N + n + j] = T(activation(v, p.act));
+    const int o = b * p.c_sb + m * p.N + n + j;
+    out_data[o] = T(epilogue_tail(v, o));
   }
 }
 

@@ -29,17 +29,15 @@ layout(set = 0, binding = 2) readonly buffer B { T b_data[]; };
 layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
-#include "activation.glslh"
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 
 float epilogue(const in uint r, const in uint c, const in float v, const in int m0, const in int n0, const in int bz) {
   const int m = m0 + int(r), n = n0 + int(c);
   float x = p.alpha * v;
-  if (p.has_bias != 0 && m < p.M && n < p.N) {
-    x += p.beta * float(bias_data[bz * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
-  }
-  return activation(x, p.act);
+  if (m >= p.M || n >= p.N) return x;  // not stored
+  if (p.has_bias != 0) x += p.beta * float(bias_data[bz * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
+  return epilogue_tail(x, bz * p.c_sb + m * p.N + n);
 }
 
 void main() {

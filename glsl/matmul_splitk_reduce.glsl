@@ -5,6 +5,9 @@
 //   out[b, m, n] = alpha * sum_s part[s, b, m, n] + beta * bias[b, m, n]
 // Each invocation makes 4 consecutive outputs of a row (16-byte loads and stores
 // when N is a multiple of 4).
+// The _res variant adds a residual (matmul_params.glslh) after the activation.
+// variant matmul_splitk_reduce: RESIDUAL=0
+// variant matmul_splitk_reduce_res: RESIDUAL=1
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -19,7 +22,6 @@ layout(set = 0, binding = 2) restrict readonly buffer Bias { float bias_data[]; 
 #define PARAMS_BINDING 3
 #define MATMUL_SPLITK_REDUCE
 #include "matmul_params.glslh"
-#include "activation.glslh"
 
 void main() {
   const int row_quads = (p.N + 3) / 4;
@@ -37,8 +39,8 @@ void main() {
     if (p.has_bias != 0) {
       for (int j = 0; j < 4; ++j) acc[j] += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
     }
-    if (p.act != 0) {
-      for (int j = 0; j < 4; ++j) acc[j] = activation(acc[j], p.act);
+    if (p.act != 0 || RESIDUAL != 0) {
+      for (int j = 0; j < 4; ++j) acc[j] = epilogue_tail(acc[j], o + j);
     }
     out4[o >> 2] = acc;
     return;
@@ -48,6 +50,6 @@ void main() {
     for (int s = 1; s < p.splits; ++s) acc += part_data[s * slice + o + j];
     acc *= p.alpha;
     if (p.has_bias != 0) acc += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
-    out_data[o + j] = activation(acc, p.act);
+    out_data[o + j] = epilogue_tail(acc, o + j);
   }
 }

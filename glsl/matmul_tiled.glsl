@@ -35,6 +35,11 @@
 // variant matmul_tiledu_kb: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=0
 // variant matmul_tiled16u_nb: B_KMAJOR=0 BK=16 UNROLL=1 SPLITK=0
 // variant matmul_tiled16u_kb: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=0
+// The _res variants (no split: the reduce adds it there) add a residual (matmul_params.glslh)
+// after the activation; only linears (kb) take them.
+// variant matmul_tiled_kb_res: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=0 RESIDUAL=1
+// variant matmul_tiledu_kb_res: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=0 RESIDUAL=1
+// variant matmul_tiled16u_kb_res: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=0 RESIDUAL=1
 // variant matmul_tiled_sk_nb: B_KMAJOR=0 BK=8 UNROLL=0 SPLITK=1
 // variant matmul_tiled_sk_kb: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=1
 // variant matmul_tiledu_sk_nb: B_KMAJOR=0 BK=8 UNROLL=1 SPLITK=1
@@ -64,7 +69,6 @@ layout(set = 0, binding = 2) restrict readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 3) restrict readonly buffer Bias { float bias_data[]; };
 #define PARAMS_BINDING 4
 #include "matmul_params.glslh"
-#include "activation.glslh"
 
 const uint WX = gl_WorkGroupSize.x;
 const uint WY = gl_WorkGroupSize.y;
@@ -174,8 +178,8 @@ void store4(int b, int m, int n, vec4 v) {
   v *= p.alpha;
   const int o = b * p.c_sb + m * p.N + n;
   if (p.has_bias == 0 && p.aligned != 0 && n + 3 < p.N) {
-    if (p.act != 0) {
-      for (int j = 0; j < 4; ++j) v[j] = activation(v[j], p.act);
+    if (p.act != 0 || RESIDUAL != 0) {
+      for (int j = 0; j < 4; ++j) v[j] = epilogue_tail(v[j], o + j);
     }
     out4[o >> 2] = v;
     return;
@@ -184,7 +188,7 @@ void store4(int b, int m, int n, vec4 v) {
     if (n + j >= p.N) return;
     float x = v[j];
     if (p.has_bias != 0) x += p.beta * bias_data[b * p.bias_sb + m * p.bias_sm + (n + j) * p.bias_sn];
-    out_data[o + j] = activation(x, p.act);
+    out_data[o + j] = epilogue_tail(x, o + j);
   }
 }
 

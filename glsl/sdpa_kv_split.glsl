@@ -1,53 +1,146 @@
 // dtypes: f32 f16
-// variant sdpa_kv_split: CHECKED=1
-// variant sdpa_kv_split_nocheck: CHECKED=0
+// variant sdpa_kv_split: CHECKED=1 COMBINE=0
+// variant sdpa_kv_split_nocheck: CHECKED=0 COMBINE=0
+// variant sdpa_kv_split_combine: CHECKED=1 COMBINE=1
+// variant sdpa_kv_split_combine_nocheck: CHECKED=0 COMBINE=1
 // Attention over a KV cache for few queries (decode), split along the keys (flash decoding):
-// the first pass of runtime/ops/attention.cpp's two-pass path (the default; the setting
-// SDPA_KV_ONE_PASS takes sdpa_kv_decode.glsl, one dispatch); sdpa_kv_reduce.glsl combines.
-// Workgroup (c, hb, b * T + t) takes keys c * chunk .. c * chunk + chunk - 1 (those up to
-// pos[t]) for the split_heads query heads hb * split_heads .. that share one KV head, so
-// each key and value row is read once for them all, and writes per head its chunk's
-// score max m, sum l = sum_j exp(s_j - m) and un-normalized output sum_j exp(s_j - m) v_j
-// into part [B * T * H, chunks, 2 + Ev] (float32). A chunk past pos[t] writes nothing
-// (the reduce reads the positions too and skips it).
+// runtime/ops/attention.cpp's path for up to 16 queries. Workgroup (c, hb, b * T + t) takes keys
+// c * chunk .. c * chunk + chunk - 1 (those up to pos[t]) for the split_heads query heads
+// hb * split_heads .. that share one KV head, so each key and value row is read once for them
+// all, and writes per head its chunk's score max m, sum l = sum_j exp(s_j - m) and
+// un-normalized output sum_j exp(s_j - m) v_j into part [B * T * H, chunks, 1 + ceil(Ev / 4)]
+// 4-vectors ((m, l, 0, 0) first). A chunk past pos[t] writes nothing.
+// Then (the default, COMBINE=0) sdpa_kv_reduce.glsl combines the live chunks, or (COMBINE=1, the
+// setting SDPA_KV_ONE_PASS) each live chunk counts itself done on the (b, t, hb) counter and the
+// last of them combines them all:
+//   M = max_c m_c, out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c
+// and returns the counter to 0, so that the next execute (a replay) starts from zeros.
+// The kernel is a chain of latencies, not of bandwidth (a chunk is a few KiB), so it has one
+// round of global loads after the position's: every invocation's key, value and query 4-vectors
+// at once, the keys kept in registers (key j over WG / chunk neighbouring invocations, each a
+// dot product part per head, summed through shared memory), and 4 barriers. (Issuing them with
+// the position's, before a chunk knows whether it is live, measured the same on the H100.) Each
+// output 4-vector's invocation takes its head's chunk maximum and weights from the scores itself
+// (16 redundant exps per key at head dim 64, where a reduction across the workgroup would cost
+// barriers).
+// Where E and Ev are multiples of 4 (p.vec4_loads; every row then starts at a multiple of 4
+// elements) the rows are read as 4-vectors, else the same 4-vectors element by element (a
+// uniform branch: a resize may change the head dims).
 // Positions are int32 or int64, read as words (READ_INDEX in common.glslh). A position
-// outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce).
+// outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce, or here chunk 0).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-// Shared-memory bounds (runtime/ops/attention.cpp: kSplitQueryFloats, kSplitScores):
-// split_heads * E and split_heads * chunk. 12.5 KiB in all, under the 16 KiB of small GPUs.
-#define SPLIT_QUERY_FLOATS 1024
-#define SPLIT_SCORES 1024
-#define SPLIT_MAX_HEADS 32
-// The keys go through shared memory in tiles of STAGE x STAGE (keys x dims), read by
-// whole rows (neighbouring invocations, neighbouring addresses) where a key per
-// invocation would read 32 rows at once.
-#define STAGE 32
-// Outputs of one dim tile per invocation: SPLIT_MAX_HEADS * STAGE over the 64 invocations of a
-// workgroup (runtime/ops/attention.cpp: kRowLocal).
-#define OUT_PER_INVOCATION 16
+// Bounds the host keeps (runtime/ops/attention.cpp: kSplit*): the workgroup size (a chunk of
+// keys is a power of two that divides it), split_heads, chunk * ceil(E / 4) and chunk *
+// ceil(Ev / 4) (4-vectors per invocation: KEY_PER_INVOCATION, VALUE_PER_INVOCATION),
+// split_heads * ceil(E / 4), split_heads * chunk and split_heads * ceil(Ev / 4). 14 KiB of
+// shared memory, under the 16 KiB of small GPUs.
+#define WG 128
+#define MAX_HEADS 8
+#define KEY_PER_INVOCATION 4
+#define VALUE_PER_INVOCATION 4
+#define QUERY_VEC4S 256
+#define SCORES 512
+#define OUT_PER_INVOCATION 4
+// (key, 4 heads) pairs per invocation: chunk * ceil(MAX_HEADS / 4) over WG, the chunk at most WG.
+#define PAIRS_PER_INVOCATION (MAX_HEADS / 4)
+// The combine's chunks per round of loads of each output.
+#define COMBINE_STEP 16
 
-layout(set = 0, binding = 0) writeonly buffer Part { float part_data[]; };
+#if COMBINE
+// Written by every live chunk and read by the last: coherent, so that the reads see the other
+// workgroups' writes (made visible by memoryBarrierBuffer before the count).
+layout(set = 0, binding = 0) coherent buffer Part { vec4 part4[]; };
+#else
+layout(set = 0, binding = 0) writeonly buffer Part { vec4 part4[]; };
+#endif
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
+layout(set = 0, binding = 1) readonly buffer Q4 { T4 q4[]; };
 layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
+layout(set = 0, binding = 2) readonly buffer K4 { T4 k4[]; };
 layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
+layout(set = 0, binding = 3) readonly buffer V4 { T4 v4[]; };
 layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
+#if COMBINE
+layout(set = 0, binding = 5) writeonly buffer Out { T out_data[]; };
+layout(set = 0, binding = 5) writeonly buffer Out4 { T4 out4[]; };
+layout(set = 0, binding = 6) coherent buffer Counter { int counter[]; };
+#define FAULT_BINDING 7
+#else
 #define FAULT_BINDING 5
+#endif
 #include "fault.glslh"
 #include "sdpa_kv_params.glslh"
 
-shared float q_s[SPLIT_QUERY_FLOATS];
-shared float prob_s[SPLIT_SCORES];  // [split_heads, chunk]: scores, then exp(s - m)
-shared float max_s[SPLIT_MAX_HEADS];
-shared float k_s[STAGE * (STAGE + 1)];  // odd rows: one dim of several keys, different banks
+shared vec4 q_s[QUERY_VEC4S];                  // [head, E / 4]: the scaled queries
+shared vec4 kv_s[WG * VALUE_PER_INVOCATION];   // [head / 4, invocation]: dot parts; then [key, Ev / 4]: values
+shared float score_s[SCORES];                  // [head, key]
+#if COMBINE
+shared bool last_s;
+#endif
+
+// The 4-vector e4 of the row of `len` elements at element `base` (zeros past the row's end).
+#define DEFINE_LOAD4(name, data, data4)                                                         \
+  vec4 name(int base, int e4, int len) {                                                        \
+    if (p.vec4_loads != 0) return vec4(data4[(base >> 2) + e4]);                                \
+    vec4 r = vec4(0.0);                                                                         \
+    [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) r[i] = float(data[base + e4 * 4 + i]); \
+    return r;                                                                                   \
+  }
+DEFINE_LOAD4(load4_q, q_data, q4)
+DEFINE_LOAD4(load4_k, k_data, k4)
+DEFINE_LOAD4(load4_v, v_data, v4)
+
+#if COMBINE
+// The output 4-vector e4 of query row `row`: its live chunks' parts combined, COMBINE_STEP chunks'
+// loads in flight at a time.
+vec4 combine_row(int row, int e4, int live, int part_stride) {
+  const int base = row * p.chunks * part_stride;
+  float m = -1.0 / 0.0, l = 0.0;
+  vec4 acc = vec4(0.0);
+  for (int c0 = 0; c0 < live; c0 += COMBINE_STEP) {
+    vec2 ml[COMBINE_STEP];
+    vec4 a[COMBINE_STEP];
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+      ml[k] = vec2(-1.0 / 0.0, 0.0);
+      a[k] = vec4(0.0);
+      if (c0 + k < live) {
+        ml[k] = part4[base + (c0 + k) * part_stride].xy;
+        a[k] = part4[base + (c0 + k) * part_stride + 1 + e4];
+      }
+    }
+    float top = m;
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) top = max(top, ml[k].x);
+    const float rescale = m == -1.0 / 0.0 ? 0.0 : exp(m - top);
+    acc *= rescale;
+    l *= rescale;
+    [[unroll]] for (int k = 0; k < COMBINE_STEP; ++k) {
+      const float w = ml[k].x == -1.0 / 0.0 ? 0.0 : exp(ml[k].x - top);
+      acc += w * a[k];
+      l += w * ml[k].y;
+    }
+    m = top;
+  }
+  return l > 0.0 ? acc / l : vec4(0.0);
+}
+
+void write_out(int row, int e4, vec4 o) {
+  if (p.vec4_loads != 0) {
+    out4[row * ((p.Ev + 3) >> 2) + e4] = T4(o);
+  } else {
+    [[unroll]] for (int i = 0; i < 4; ++i) {
+      if (e4 * 4 + i < p.Ev) out_data[row * p.Ev + e4 * 4 + i] = T(o[i]);
+    }
+  }
+}
+#endif
 
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
-  const int n = int(gl_WorkGroupSize.x);
   const int c = int(gl_WorkGroupID.x);
   const int hb = int(gl_WorkGroupID.y);
   const int bt = int(gl_WorkGroupID.z);  // b * T + t
@@ -55,98 +148,125 @@ void main() {
   const int hp = p.split_heads;
   const int h0 = hb * hp;
   const int kv = h0 / p.group;
+  const int E4 = (p.E + 3) >> 2, Ev4 = (p.Ev + 3) >> 2;
+  const int row0 = bt * p.heads + h0;  // the query row (b, t, h0); the heads' rows follow it
+  const int j0 = c * p.chunk;
 
   int position, hi;
   READ_INDEX(pos_data, t, p.index_words, position, hi);
-  if (!index_fits(position, hi) || position < 0 || position >= p.cache_len) {
+  if (!index_fits(position, hi) || position < 0 || position >= p.cache_len) {  // uniform
+    if (c == 0) {
 #if CHECKED
-    if (tid == 0 && c == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
+      if (tid == 0 && hb == 0) report_fault_words(FAULT_INDEX, 1u, uint(position), uint(hi), uint(p.cache_len), 0u);
 #endif
-    return;  // uniform
+#if COMBINE
+      for (int i = tid; i < hp * Ev4; i += WG) write_out(row0 + i / Ev4, i % Ev4, vec4(0.0));
+#endif
+    }
+    return;
   }
-  const int j0 = c * p.chunk;
   if (j0 > position) return;  // uniform: past this query's keys
   const int count = min(p.chunk, position + 1 - j0);
 
-  const int key_stride = p.kv_heads * p.E;
-  const int value_stride = p.kv_heads * p.Ev;
-  const int k_base = (b * p.cache_len + j0) * key_stride + kv * p.E;
-  const int v_base = (b * p.cache_len + j0) * value_stride + kv * p.Ev;
-  // The heads' query rows are consecutive: q[b, t, h0 .. h0 + hp - 1, :].
-  const int q_base = (bt * p.heads + h0) * p.E;
-  for (int i = tid; i < hp * p.E; i += n) q_s[i] = float(q_data[q_base + i]) * p.scale;
+  // One round of loads: this invocation's key 4-vectors (key j, 4-vectors l, l + lanes, ...),
+  // its share of the values (whole rows by neighbouring invocations) and of the queries.
+  const int lanes = WG / p.chunk;  // invocations per key
+  const int j = tid / lanes, l = tid % lanes;
+  const int key_row = ((b * p.cache_len + j0 + j) * p.kv_heads + kv) * p.E;
+  vec4 key[KEY_PER_INVOCATION];
+  [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
+    const int e4 = l + r * lanes;
+    key[r] = vec4(0.0);
+    if (j < count && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the position
+  }
+  vec4 value[VALUE_PER_INVOCATION];
+  [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) {
+    const int i = tid + r * WG;
+    const int jv = i / max(Ev4, 1);
+    value[r] = vec4(0.0);
+    if (i < count * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
+  }
+  vec4 query[QUERY_VEC4S / WG];
+  [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) {
+    const int i = tid + r * WG;
+    const int g = i / max(E4, 1);
+    query[r] = vec4(0.0);
+    if (i < hp * E4) query[r] = load4_q((row0 + g) * p.E, i - g * E4, p.E) * p.scale;
+  }
+  [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) q_s[tid + r * WG] = query[r];
   barrier();
 
-  // Scores, summed over tiles of STAGE keys x STAGE dims (key-fastest pairs (g, j)).
-  for (int i = tid; i < hp * p.chunk; i += n) prob_s[i] = 0.0;
-  for (int jb = 0; jb < count; jb += STAGE) {
-    const int keys = min(STAGE, count - jb);
-    for (int eb = 0; eb < p.E; eb += STAGE) {
-      const int dims = min(STAGE, p.E - eb);
-      barrier();  // the previous tile's readers are done
-      for (int i = tid; i < keys * dims; i += n) {
-        const int j = i / dims, e = i % dims;
-        k_s[j * (STAGE + 1) + e] = float(k_data[k_base + (jb + j) * key_stride + eb + e]);
-      }
-      barrier();
-      for (int i = tid; i < hp * keys; i += n) {
-        const int g = i / keys, j = i % keys;
-        float dot_qk = 0.0;
-        for (int e = 0; e < dims; ++e) dot_qk += q_s[g * p.E + eb + e] * k_s[j * (STAGE + 1) + e];
-        prob_s[g * p.chunk + jb + j] += dot_qk;
+  // This invocation's part of key j's dot products, 4 heads to a 4-vector of kv_s.
+  vec4 part[MAX_HEADS / 4];
+  [[unroll]] for (int h4 = 0; h4 < MAX_HEADS / 4; ++h4) part[h4] = vec4(0.0);
+  [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
+    const int e4 = l + r * lanes;
+    if (e4 < E4) {
+      [[unroll]] for (int g = 0; g < MAX_HEADS; ++g) {
+        if (g < hp) part[g >> 2][g & 3] += dot(q_s[g * E4 + e4], key[r]);
       }
     }
   }
+  [[unroll]] for (int h4 = 0; h4 < MAX_HEADS / 4; ++h4) if (h4 * 4 < hp) kv_s[h4 * WG + tid] = part[h4];
   barrier();
-  if (tid < hp) {
-    float m = prob_s[tid * p.chunk];
-    for (int j = 1; j < count; ++j) m = max(m, prob_s[tid * p.chunk + j]);
-    max_s[tid] = m;
-  }
-  barrier();
-  for (int i = tid; i < hp * count; i += n) {
-    const int g = i / count, j = i % count;
-    prob_s[g * p.chunk + j] = exp(prob_s[g * p.chunk + j] - max_s[g]);
-  }
-  barrier();
-  const int part_stride = 2 + p.Ev;
-  // part row of head h0 + g: ((bt * H + h0 + g) * chunks + c) * part_stride
-  const int part_base = ((bt * p.heads + h0) * p.chunks + c) * part_stride;
-  const int head_stride = p.chunks * part_stride;
-  if (tid < hp) {
-    float l = 0.0;
-    for (int j = 0; j < count; ++j) l += prob_s[tid * p.chunk + j];
-    part_data[part_base + tid * head_stride] = max_s[tid];
-    part_data[part_base + tid * head_stride + 1] = l;
-  }
-  // Outputs sum_j p[g, j] v[j, d]: the values go through shared memory in STAGE x STAGE tiles (keys x
-  // dims) read by whole rows with many loads in flight, where a loop of global loads per output stalled;
-  // each invocation keeps its (g, d) sums of one dim tile in registers.
-  for (int eb = 0; eb < p.Ev; eb += STAGE) {
-    const int dims = min(STAGE, p.Ev - eb);
-    float acc[OUT_PER_INVOCATION];
-    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) acc[r] = 0.0;
-    for (int jb = 0; jb < count; jb += STAGE) {
-      const int keys = min(STAGE, count - jb);
-      barrier();  // the previous tile's readers (or the scores' last) are done
-      for (int i = tid; i < keys * dims; i += n) {
-        const int j = i / dims, e = i % dims;
-        k_s[j * (STAGE + 1) + e] = float(v_data[v_base + (jb + j) * value_stride + eb + e]);
-      }
-      barrier();
-      [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
-        const int o = tid + r * n;
-        if (o < hp * dims) {
-          const int g = o / dims, d = o % dims;
-          float sum = 0.0;
-          for (int j = 0; j < keys; ++j) sum += prob_s[g * p.chunk + jb + j] * k_s[j * (STAGE + 1) + d];
-          acc[r] += sum;
-        }
-      }
-    }
-    [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
-      const int o = tid + r * n;
-      if (o < hp * dims) part_data[part_base + (o / dims) * head_stride + 2 + eb + o % dims] = acc[r];
+  // The scores: (key, 4 heads) pairs, each the sum of its key's lanes' parts.
+  const int quads = (hp + 3) >> 2;
+  [[unroll]] for (int r = 0; r < PAIRS_PER_INVOCATION; ++r) {
+    const int i = tid + r * WG;
+    const int h4 = i / p.chunk, js = i % p.chunk;
+    if (h4 < quads && js < count) {
+      vec4 s = vec4(0.0);
+      for (int k = 0; k < lanes; ++k) s += kv_s[h4 * WG + js * lanes + k];
+      [[unroll]] for (int q = 0; q < 4; ++q) if (h4 * 4 + q < hp) score_s[(h4 * 4 + q) * p.chunk + js] = s[q];
     }
   }
+  barrier();  // the parts are read: kv_s takes the values
+  [[unroll]] for (int r = 0; r < VALUE_PER_INVOCATION; ++r) kv_s[tid + r * WG] = value[r];
+  barrier();
+
+  // Invocation o of head g = o / Ev4 sums its output 4-vector over the keys (its outputs side by
+  // side, independent chains), with its head's chunk maximum m and weights exp(s - m).
+  const int part_stride = 1 + Ev4;  // 4-vectors per (row, chunk)
+  const int outputs = hp * Ev4;
+  [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+    const int o = tid + r * WG;
+    if (o < outputs) {
+      const int g = o / Ev4, e4 = o - g * Ev4;
+      float m = -1.0 / 0.0;
+      for (int k = 0; k < count; ++k) m = max(m, score_s[g * p.chunk + k]);
+      vec4 acc = vec4(0.0);
+      float sum = 0.0;
+      for (int k = 0; k < count; ++k) {
+        const float w = exp(score_s[g * p.chunk + k] - m);
+        acc += w * kv_s[k * Ev4 + e4];
+        sum += w;
+      }
+      const int at = ((row0 + g) * p.chunks + c) * part_stride;
+      part4[at + 1 + e4] = acc;
+      if (e4 == 0) part4[at] = vec4(m, sum, 0.0, 0.0);
+    }
+  }
+
+#if COMBINE
+  // Count this chunk done; the last of the live chunks combines them.
+  const int live = position / p.chunk + 1;
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0) {
+    const int at = bt * (p.heads / hp) + hb;
+    const bool last = atomicAdd(counter[at], 1) == live - 1;
+    if (last) atomicExchange(counter[at], 0);  // every live chunk has counted: back to 0 for the next execute
+    last_s = last;
+  }
+  barrier();
+  if (!last_s) return;  // uniform
+  memoryBarrierBuffer();
+  [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
+    const int o = tid + r * WG;
+    if (o < outputs) {
+      const int g = o / Ev4, e4 = o - g * Ev4;
+      write_out(row0 + g, e4, combine_row(row0 + g, e4, live, part_stride));
+    }
+  }
+#endif
 }

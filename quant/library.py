@@ -64,6 +64,7 @@ conv2d_clamp = define(
 
 
 _ACTIVATIONS = {
+    "none": lambda x: x,
     "relu": torch.relu,
     "gelu": torch.nn.functional.gelu,
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
@@ -71,15 +72,23 @@ _ACTIVATIONS = {
 LINEAR_ACTIVATIONS = tuple(_ACTIVATIONS)
 
 
-def _linear_act_reference(input, weight, bias, activation):
+def _linear_act_reference(input, weight, bias, activation, residual=None):
     if activation not in _ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}: one of {LINEAR_ACTIVATIONS}")
-    return _ACTIVATIONS[activation](torch.nn.functional.linear(input, weight, bias))
+    out = _ACTIVATIONS[activation](torch.nn.functional.linear(input, weight, bias))
+    if residual is None:
+        return out
+    if residual.shape != out.shape or residual.dtype != out.dtype:
+        raise ValueError(f"residual of {tuple(residual.shape)} {residual.dtype} does not match the output's "
+                         f"{tuple(out.shape)} {out.dtype}")
+    return residual + out
 
 
-# A float linear with an activation after it (relu, gelu, gelu_tanh), applied in the matrix
-# product's epilogue; backends/linear_act_fusion.py makes it from linear -> relu / gelu.
-linear_act = define("vkd_linear_act(Tensor input, Tensor weight, Tensor? bias, str activation) -> Tensor",
+# A float linear with an activation after it (none, relu, gelu, gelu_tanh), then an optional residual
+# of the output's sizes and dtype added (residual + act(linear)), all in the matrix product's epilogue;
+# backends/linear_act_fusion.py makes it from linear [-> relu / gelu] [-> + residual].
+linear_act = define("vkd_linear_act(Tensor input, Tensor weight, Tensor? bias, str activation, "
+                    "Tensor? residual=None) -> Tensor",
                     _linear_act_reference)
 
 

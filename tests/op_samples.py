@@ -248,12 +248,14 @@ def _linear_samples() -> List[SampleCase]:
 
 
 class LinearAct(torch.nn.Module):
+    """linear_act of the input, with a second input, given, as the residual."""
+
     def __init__(self, linear: torch.nn.Linear, activation: str):
         super().__init__()
         self.linear, self.activation = linear, activation
 
-    def forward(self, x):
-        return linear_act.default(x, self.linear.weight, self.linear.bias, self.activation)
+    def forward(self, x, residual=None):
+        return linear_act.default(x, self.linear.weight, self.linear.bias, self.activation, residual)
 
 
 @_seeded
@@ -273,6 +275,18 @@ def _linear_act_samples() -> List[SampleCase]:
         # split K: the activation in the reduce, after the slices are summed.
         SampleCase("relu_splitk_77x1030_to_1024", LinearAct(torch.nn.Linear(1030, 1024), "relu"),
                    (_values(77, 1030),)),
+        # A residual added after the activation, on each kernel: gemv (one row), matmul.glsl,
+        # matmul_tiled.glsl (its 16-byte store without bias, the scalar one with), the split-K reduce.
+        SampleCase("residual_gemv_1x13_to_33", LinearAct(torch.nn.Linear(13, 33), "none"),
+                   (_values(1, 13), _values(1, 33))),
+        SampleCase("gelu_residual_rank3_no_bias", LinearAct(torch.nn.Linear(13, 9, bias=False), "gelu"),
+                   (_values(2, 5, 13), _values(2, 5, 9))),
+        SampleCase("relu_residual_tiled_no_bias", LinearAct(torch.nn.Linear(12, 2056, bias=False), "relu"),
+                   (_values(2052, 12), _values(2052, 2056))),
+        SampleCase("residual_tiled_bias_unaligned", LinearAct(torch.nn.Linear(13, 2049), "none"),
+                   (_values(1030, 13), _values(1030, 2049))),
+        SampleCase("gelu_tanh_residual_splitk_77x1030_to_1024", LinearAct(torch.nn.Linear(1030, 1024), "gelu_tanh"),
+                   (_values(77, 1030), _values(77, 1024))),
     ]
 
 

@@ -1,11 +1,11 @@
 """et_vk.vkd_sdpa_kv_cache against eager sdpa with the position mask it replaces, and its fusion
 (backends/attention_fusion.py). The op runs alone in a small blob, so each case costs milliseconds.
 runtime/ops/attention.cpp takes, for up to SPLIT_MAX_QUERIES queries, two dispatches split along the
-keys (sdpa_kv_split.glsl + sdpa_kv_reduce.glsl; the setting SDPA_KV_ONE_PASS: one, whose last chunk
-combines the others, glsl/sdpa_kv_decode.glsl), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
+keys (sdpa_kv_split.glsl + sdpa_kv_reduce.glsl; the setting SDPA_KV_ONE_PASS: one, the split's variant
+whose last chunk combines the others), else the tiled kernel (sdpa_kv_tiled.glsl, head dims up
 to 128) or, above, a workgroup per row (sdpa_kv_cache.glsl): the cases cover each with odd sizes,
 positions at chunk and tile edges and the cache's end, grouped-query ratios 1 to 8, float32 and
-float16, and replays of one recorded graph over many positions (the decode kernel's counters must
+float16, and replays of one recorded graph over many positions (the one-pass kernel's counters must
 come back to zero after each execute, a faulty one included)."""
 import numpy as np
 import pytest
@@ -18,9 +18,9 @@ from vkdelegate.serialization.blob import serialize_graph
 from vkdelegate.serialization.graph_ir import DType, GraphIR, NullValue, OpCall, TensorValue
 
 SPLIT_MAX_QUERIES = 16  # runtime/ops/attention.cpp: kSplitMaxQueries
-# Decode chunks are powers of two from 4 to 64 keys (attention.cpp: kDecodeMinChunk, kDecodeLocal), the
-# two-pass path's multiples of 16: positions around each of these edges meet a chunk's first and last key.
-CHUNK_EDGES = (4, 8, 16, 32, 64)
+# Decode chunks are powers of two from 4 to 128 keys (attention.cpp: kSplitMinChunk, kSplitLocal):
+# positions around each of these edges meet a chunk's first and last key.
+CHUNK_EDGES = (4, 8, 16, 32, 64, 128)
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int64: DType.int64,
            torch.int32: DType.int32}
@@ -102,7 +102,7 @@ def test_matches_eager_sdpa_with_the_position_mask(dtype, batch, length, heads, 
     assert graph.execute_stats()["dispatches"] == (2 if length <= SPLIT_MAX_QUERIES else 1)
 
 
-# Replays of one graph (the decode kernel's counters) over positions around every chunk edge, 0 and S - 1.
+# Replays of one graph (the one-pass kernel's counters) over positions around every chunk edge, 0 and S - 1.
 REPLAY_CASES = [
     # (batch, queries, heads, kv_heads, head_dim, value_dim, cache_len)
     pytest.param(1, 1, 32, 4, 64, 64, 1024, id="tinyllama_decode_ratio8"),
@@ -111,13 +111,24 @@ REPLAY_CASES = [
     pytest.param(2, 1, 4, 4, 40, 24, 1030, id="batch2_ratio1_d40_dv24_ragged_last_chunk"),
     pytest.param(1, 3, 8, 1, 6, 10, 130, id="ratio8_dims_not_multiples_of_4"),
     pytest.param(1, 1, 8, 2, 256, 256, 150, id="ratio4_d256"),
+    pytest.param(1, 1, 16, 2, 128, 128, 140, id="ratio8_d128"),
+    pytest.param(1, 2, 4, 2, 64, 64, 200, id="t2_ratio2"),
 ]
 # The other kernels of the same path: reductions in shared memory (devices without subgroup
-# arithmetic) and the one-pass kernel, on the decode shape and the element-wise loads.
+# arithmetic), the one-pass kernel, and the two-pass kernels' smallest and largest chunks (4 keys:
+# more chunks than the reduce takes in one round of loads; 128, or what the head dims allow), on the
+# decode shape and the element-wise loads.
 OTHER_KERNELS = [{"NO_SUBGROUP_OPS": True}, {"SDPA_KV_ONE_PASS": True},
-                 {"SDPA_KV_ONE_PASS": True, "NO_SUBGROUP_OPS": True}]
+                 {"SDPA_KV_ONE_PASS": True, "NO_SUBGROUP_OPS": True}, {"SDPA_KV_CHUNK": 4},
+                 {"SDPA_KV_CHUNK": 128}]
+
+
+def settings_id(settings):
+    return "-".join(k if v is True else f"{k}{v}" for k, v in settings.items()).lower()
+
+
 REPLAY_RUNS = [pytest.param(*case.values, {}, id=case.id) for case in REPLAY_CASES] + [
-    pytest.param(*case.values, settings, id=case.id + "-" + "-".join(settings).lower())
+    pytest.param(*case.values, settings, id=case.id + "-" + settings_id(settings))
     for case in REPLAY_CASES if case.id in ("tinyllama_decode_ratio8", "ratio8_dims_not_multiples_of_4")
     for settings in OTHER_KERNELS]
 

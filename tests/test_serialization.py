@@ -157,8 +157,8 @@ def test_lowered_mlp_blob_round_trips():
     weights = [model.fc1.weight, model.fc1.bias, model.fc2.weight, model.fc2.bias]
     assert graph.constants == [w.detach().numpy().tobytes() for w in weights]
     listing = dump(blob)
-    assert "%4 = et_vk.vkd_linear_act.default(input=%0, weight=%1, bias=%2, activation='relu')" in listing
-    assert "%7 = aten.linear.default(input=%4, weight=%5, bias=%6)" in listing
+    assert "%5 = et_vk.vkd_linear_act.default(input=%0, weight=%1, bias=%2, activation='relu', residual=None)" in listing
+    assert "%8 = aten.linear.default(input=%5, weight=%6, bias=%7)" in listing
     assert "%1 = Tensor float32[32, 16] constant 0" in listing
 
 

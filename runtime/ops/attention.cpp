@@ -350,29 +350,23 @@ void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
 // - T <= kSplitMaxQueries (decode): the keys 0..S-1 split into chunks, a workgroup per chunk,
 //   query and group of heads sharing a KV head (sdpa_kv_split.glsl), then a reduce per query
 //   row (sdpa_kv_reduce.glsl). The setting SDPA_KV_ONE_PASS takes one dispatch instead, the
-//   last chunk to finish combining them (sdpa_kv_decode.glsl): fewer dispatches, but slower on
-//   the H100 (2026-11-25: a TinyLlama-shape decode step 1.735 ms against 1.650 at context 129..160),
-//   so not the default.
+//   last chunk to finish combining them (the split kernel's combine variant).
 // - more (prefill): blocks of query rows of one KV head stream the key and value tiles through
 //   shared memory (sdpa_kv_tiled.glsl); where no configuration fits the head dims or the
 //   device's shared memory, a workgroup per row (sdpa_kv_cache.glsl).
 constexpr int64_t kSplitMaxQueries = 16;
-// sdpa_kv_split.glsl's shared arrays: split_heads * E, split_heads * chunk and split_heads.
-constexpr int64_t kSplitQueryFloats = 1024, kSplitScores = 1024, kSplitMaxHeads = 32;
-// Chunks of 16..256 keys (a multiple of 16), the fewest that still give about
-// kSplitTargetGroups workgroups for one query over the whole cache (decode at a short context
-// uses a fraction of them: the chunks past the position exit at once).
-constexpr int64_t kSplitMinChunk = 16, kSplitMaxChunk = 256, kSplitTargetGroups = 1024;
-// sdpa_kv_decode.glsl's bounds (its WG, MAX_HEADS, QUERY_VEC4S, VALUE_VEC4S, KEY_PER_INVOCATION,
-// OUT_PER_INVOCATION): a chunk is a power of two from 4 keys to the workgroup size; the chunk,
-// the fewest keys that give about kDecodeTargetGroups workgroups over the whole cache (a busy
-// H100 at long contexts; a short context uses a fraction: the chunks past the position exit at
-// once), then halved until its values and each invocation's keys fit.
-constexpr LocalSize kDecodeLocal{64, 1, 1};
-constexpr int64_t kDecodeMaxHeads = 8, kDecodeQueryVec4s = 256, kDecodeValueVec4s = 256;
-constexpr int64_t kDecodeKeyPerInvocation = 16, kDecodeOutPerInvocation = 4;
-constexpr int64_t kDecodeMinChunk = 4, kDecodeTargetGroups = 256;
-
+// sdpa_kv_split.glsl's bounds (its WG, MAX_HEADS, KEY_PER_INVOCATION, VALUE_PER_INVOCATION,
+// QUERY_VEC4S, SCORES, OUT_PER_INVOCATION): a chunk is a power of two from 4 keys to the
+// workgroup size whose keys' and values' 4-vectors fit 4 per invocation; the chunk, the fewest
+// keys that give about kSplitTargetGroups workgroups over the whole cache, or the setting
+// SDPA_KV_CHUNK (rounded up to a power of two and down to what fits). A short context uses a
+// fraction of them: the chunks past the position exit at once.
+constexpr LocalSize kSplitLocal{128, 1, 1};
+constexpr int64_t kSplitMaxHeads = 8, kSplitKeyPerInvocation = 4, kSplitValuePerInvocation = 4;
+constexpr int64_t kSplitQueryVec4s = 256, kSplitScores = 512, kSplitOutPerInvocation = 4;
+constexpr int64_t kSplitMinChunk = 4, kSplitTargetGroups = 256;
+// sdpa_kv_reduce.glsl's WG.
+constexpr LocalSize kReduceLocal{128, 1, 1};
 // The op's tensors and scale (add_sdpa_kv_cache's arguments).
 struct SdpaKvArgs {
   int q, k, v, pos, out;
@@ -417,72 +411,36 @@ SdpaKvCacheParams sdpa_kv_params(ComputeGraph& g, const SdpaKvArgs& x) {
   return p;
 }
 
-// T <= kSplitMaxQueries, one dispatch (sdpa_kv_decode.glsl): the chunk from the fixed cache and
-// head sizes; the heads per workgroup, a divisor of the current group (H / KVH, which a resize
-// can change) so that all of a workgroup's heads share one KV head.
-void add_sdpa_kv_decode(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned, int64_t split_queries) {
-  const int64_t wg = kDecodeLocal[0];
+// T <= kSplitMaxQueries: sdpa_kv_split.glsl then sdpa_kv_reduce.glsl (the default), or
+// (one_pass) the split kernel's variant whose last chunk combines the others through a counter per
+// (b, t, group of heads); the chunk from the fixed cache and head sizes.
+void add_sdpa_kv_split(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned, int64_t split_queries,
+                       bool one_pass) {
+  const int64_t wg = kSplitLocal[0];
   const int64_t E4 = ceil_div(planned.E, 4), Ev4 = ceil_div(planned.Ev, 4);
-  const int64_t wanted = ceil_div(int64_t{planned.cache_len} * planned.batch * planned.kv_heads, kDecodeTargetGroups);
-  int64_t chunk = kDecodeMinChunk;
-  while (chunk < wg && chunk < wanted) chunk *= 2;
-  auto chunk_fits = [wg](int64_t chunk, int64_t E4, int64_t Ev4) {
-    return chunk * Ev4 <= kDecodeValueVec4s && E4 <= kDecodeKeyPerInvocation * (wg / chunk);
+  auto chunk_fits = [wg, E4, Ev4](int64_t chunk) {
+    return chunk <= wg && chunk * E4 <= kSplitKeyPerInvocation * wg && chunk * Ev4 <= kSplitValuePerInvocation * wg;
   };
-  while (chunk > kDecodeMinChunk && !chunk_fits(chunk, E4, Ev4)) chunk /= 2;
+  const std::optional<int64_t> forced = g.settings().sdpa_kv_chunk;
+  const int64_t wanted = forced ? *forced
+                                : ceil_div(int64_t{planned.cache_len} * planned.batch * planned.kv_heads, kSplitTargetGroups);
+  int64_t chunk = kSplitMinChunk;
+  while (chunk < wanted && chunk_fits(2 * chunk)) chunk *= 2;
   const int64_t chunks = std::max<int64_t>(1, ceil_div(planned.cache_len, chunk));
-  const int64_t part_row = chunks * (1 + Ev4) * 4;  // floats per query row
-  const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
-  if (part_max > INT32_MAX) g.fail("too large for 32-bit indexing");
-  const int part = g.add_scratch_tensor(DType::Float32, {part_max});
-  // A counter per (b, t, group of heads): at most one per query row.
-  const int counter = g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, planned.batch * split_queries * planned.heads)});
-  std::vector<int> tensors{x.out, part, counter, x.q, x.k, x.v, x.pos};
-  const std::string shader = with_fault_slot(g, tensors, "sdpa_kv_decode", "sdpa_kv_decode_nocheck");
-  g.add_node(g.current_op(), variant(g, shader, x.q), kDecodeLocal, tensors, [=](ComputeGraph& g, Node& node) {
-    SdpaKvCacheParams p = sdpa_kv_params(g, x);
-    const int64_t B = p.batch, T = p.queries, H = p.heads;
-    const bool decode = T <= kSplitMaxQueries;
-    // The chunk, from the upper bounds, holds for smaller sizes; so does the part's upper bound.
-    const int64_t E4 = ceil_div(p.E, 4), Ev4 = ceil_div(p.Ev, 4);
-    const int64_t now_chunks = std::max<int64_t>(1, ceil_div(p.cache_len, chunk));
-    g.tensor(part).sizes = {decode ? std::max<int64_t>(1, B * T * H * now_chunks * (1 + Ev4) * 4) : 1};
-    int64_t heads = 1;
-    for (int64_t d = 1; d <= std::min<int64_t>(p.group, kDecodeMaxHeads); ++d) {
-      if (p.group % d == 0 && d * E4 <= kDecodeQueryVec4s && d * Ev4 <= kDecodeOutPerInvocation * wg) heads = d;
-    }
-    p.chunk = static_cast<int32_t>(chunk);
-    p.chunks = static_cast<int32_t>(now_chunks);
-    p.split_heads = static_cast<int32_t>(heads);
-    p.vec4_loads = p.E % 4 == 0 && p.Ev % 4 == 0;
-    node.set_params(p);
-    if (!decode || B * T * H == 0) {
-      node.groups = {0, 0, 0};
-    } else {
-      if (B * T > 65535) g.fail("more than 65535 query rows");
-      node.groups = {static_cast<uint32_t>(now_chunks), static_cast<uint32_t>(H / heads), static_cast<uint32_t>(B * T)};
-    }
-  });
-}
-
-// T <= kSplitMaxQueries, two dispatches (the default): sdpa_kv_split.glsl then
-// sdpa_kv_reduce.glsl, the chunk from the fixed cache and head sizes.
-void add_sdpa_kv_two_pass(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned,
-                          int64_t split_queries) {
-  const int64_t split_units = int64_t{planned.batch} * planned.kv_heads;
-  int64_t chunk = (int64_t{planned.cache_len} * split_units + kSplitTargetGroups - 1) / kSplitTargetGroups;
-  chunk = std::clamp<int64_t>((chunk + kSplitMinChunk - 1) / kSplitMinChunk * kSplitMinChunk, kSplitMinChunk, kSplitMaxChunk);
-  const int64_t chunks = std::max<int64_t>(1, (planned.cache_len + chunk - 1) / chunk);
   // Query heads per workgroup: a divisor of the current group (H / KVH, which a resize can change), so
   // that all of a workgroup's heads share one KV head.
   auto split_heads_of = [chunk](const SdpaKvCacheParams& p) {
+    const int64_t E4 = ceil_div(p.E, 4), Ev4 = ceil_div(p.Ev, 4);
     int64_t heads = 1;
     for (int64_t d = 1; d <= std::min<int64_t>(p.group, kSplitMaxHeads); ++d) {
-      if (p.group % d == 0 && d * p.E <= kSplitQueryFloats && d * chunk <= kSplitScores) heads = d;
+      if (p.group % d == 0 && d * E4 <= kSplitQueryVec4s && d * chunk <= kSplitScores &&
+          d * Ev4 <= kSplitOutPerInvocation * kSplitLocal[0]) {
+        heads = d;
+      }
     }
     return heads;
   };
-  const int64_t part_row = chunks * (2 + int64_t{planned.Ev});  // floats per query row
+  const int64_t part_row = chunks * (1 + Ev4) * 4;  // floats per query row
   const int64_t part_max = std::max<int64_t>(1, planned.batch * split_queries * planned.heads * part_row);
   if (part_max > INT32_MAX) g.fail("too large for 32-bit indexing");
   const int part = g.add_scratch_tensor(DType::Float32, {part_max});
@@ -490,26 +448,37 @@ void add_sdpa_kv_two_pass(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCach
     SdpaKvCacheParams p = sdpa_kv_params(g, x);
     const int64_t B = p.batch, T = p.queries, H = p.heads;
     const bool split = T <= kSplitMaxQueries;
-    g.tensor(part).sizes = {split ? std::max<int64_t>(1, B * T * H * part_row) : 1};
+    // The chunk, from the upper bounds, holds for smaller sizes; so does the part's upper bound.
+    const int64_t now_chunks = std::max<int64_t>(1, ceil_div(p.cache_len, chunk));
+    g.tensor(part).sizes = {split ? std::max<int64_t>(1, B * T * H * now_chunks * (1 + ceil_div(p.Ev, 4)) * 4) : 1};
     p.chunk = static_cast<int32_t>(chunk);
-    p.chunks = static_cast<int32_t>(chunks);
+    p.chunks = static_cast<int32_t>(now_chunks);
     const int64_t split_heads = split_heads_of(p);
     p.split_heads = static_cast<int32_t>(split_heads);
+    p.vec4_loads = p.E % 4 == 0 && p.Ev % 4 == 0;
     node.set_params(p);
     if (B * T * H == 0 || !split) {
       node.groups = {0, 0, 0};
     } else if (!reduce) {
       if (B * T > 65535) g.fail("more than 65535 query rows");
-      node.groups = {static_cast<uint32_t>(chunks), static_cast<uint32_t>(H / split_heads), static_cast<uint32_t>(B * T)};
+      node.groups = {static_cast<uint32_t>(now_chunks), static_cast<uint32_t>(H / split_heads), static_cast<uint32_t>(B * T)};
     } else {
       node.set_groups_1d(B * T * H, 1);  // one workgroup per query row
     }
   };
   std::vector<int> split_tensors{part, x.q, x.k, x.v, x.pos};
-  const std::string split_shader = with_fault_slot(g, split_tensors, "sdpa_kv_split", "sdpa_kv_split_nocheck");
-  g.add_node(g.current_op(), variant(g, split_shader, x.q), kRowLocal, split_tensors,
+  if (one_pass) {
+    // A counter per (b, t, group of heads): at most one per query row.
+    split_tensors.push_back(x.out);
+    split_tensors.push_back(
+        g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, planned.batch * split_queries * planned.heads)}));
+  }
+  const std::string base = one_pass ? "sdpa_kv_split_combine" : "sdpa_kv_split";
+  const std::string split_shader = with_fault_slot(g, split_tensors, base, base + "_nocheck");
+  g.add_node(g.current_op(), variant(g, split_shader, x.q), kSplitLocal, split_tensors,
              [update](ComputeGraph& g, Node& node) { update(g, node, false); });
-  g.add_node(g.current_op(), variant(g, "sdpa_kv_reduce", x.q), kRowLocal, {x.out, part, x.pos},
+  if (one_pass) return;
+  g.add_node(g.current_op(), variant(g, "sdpa_kv_reduce", x.q), kReduceLocal, {x.out, part, x.pos},
              [update](ComputeGraph& g, Node& node) { update(g, node, true); });
 }
 
@@ -554,11 +523,7 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   const SdpaKvCacheParams planned = sdpa_kv_params(g, x);  // at the upper bounds
   const int64_t max_queries = g.tensor(x.q).max_sizes[1];
   const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
-  if (g.settings().sdpa_kv_one_pass) {
-    add_sdpa_kv_decode(g, x, planned, split_queries);
-  } else {
-    add_sdpa_kv_two_pass(g, x, planned, split_queries);
-  }
+  add_sdpa_kv_split(g, x, planned, split_queries, g.settings().sdpa_kv_one_pass);
   if (max_queries > kSplitMaxQueries) add_sdpa_kv_many(g, x, planned);
 }
 

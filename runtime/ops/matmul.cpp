@@ -14,10 +14,35 @@ enum class Activation : int32_t { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
 
 // et_vk.vkd_linear_act's names.
 Activation activation_named(ComputeGraph& g, const std::string& name) {
+  if (name == "none") return Activation::None;
   if (name == "relu") return Activation::Relu;
   if (name == "gelu") return Activation::Gelu;
   if (name == "gelu_tanh") return Activation::GeluTanh;
-  g.fail("unknown activation '" + name + "' (relu, gelu or gelu_tanh)");
+  g.fail("unknown activation '" + name + "' (none, relu, gelu or gelu_tanh)");
+}
+
+// What the kernels apply after alpha and the bias, as they store (glsl/matmul_params.glslh).
+struct Epilogue {
+  Activation act = Activation::None;
+  int residual = -1;  // a tensor of the output's sizes and dtype added after the activation
+};
+
+// The variant of `shader` (NAME_DTYPE) that adds a residual: NAME_res_DTYPE, whose residual
+// binding follows the shader's buffers.
+std::string residual_variant(ComputeGraph& g, const std::string& shader) {
+  const size_t dtype = shader.rfind('_');
+  const std::string name =
+      dtype == std::string::npos ? shader + "_res" : shader.substr(0, dtype) + "_res" + shader.substr(dtype);
+  if (find_shader(name) == nullptr) g.fail("the kernel " + shader + " has no variant that adds a residual (" + name + ")");
+  return name;
+}
+
+// The residual resizes with the output: it must have the output's sizes at every update.
+void check_residual(ComputeGraph& g, int residual, const Sizes& out_sizes) {
+  if (residual >= 0 && g.tensor(residual).sizes != out_sizes) {
+    g.fail("residual of sizes " + sizes_str(g.tensor(residual).sizes) + " does not match the output's " +
+           sizes_str(out_sizes));
+  }
 }
 
 // Shapes of one product, recomputed from the current sizes at every update.
@@ -44,7 +69,7 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
 // tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
 void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
                        const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, int32_t group_m,
-                       int64_t splits, Activation act) {
+                       int64_t splits, Epilogue epi) {
   const Problem planned = shape(g, ids);
   const int part = g.add_scratch_tensor(DType::Float32, {splits * planned.p.batch * planned.p.M * planned.p.N});
   const uint32_t bk = shader.find("tiled16") != std::string::npos ? 16 : 8;
@@ -67,23 +92,31 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
                if (pr.p.M == 0 || pr.p.N == 0 || pr.p.batch == 0) node.groups = {0, 0, 0};
              });
   const int bias = ids[2], out = ids[3];
-  g.add_node(g.current_op(), "matmul_splitk_reduce_f32", kLocal1D, {out, part, bias >= 0 ? bias : part},
-             [ids, shape, alpha, beta, splits, act](ComputeGraph& g, Node& node) {
+  std::vector<int> bound{out, part, bias >= 0 ? bias : part};
+  std::string reduce = "matmul_splitk_reduce_f32";
+  if (epi.residual >= 0) {
+    bound.push_back(epi.residual);
+    reduce = residual_variant(g, reduce);
+  }
+  g.add_node(g.current_op(), reduce, kLocal1D, bound,
+             [ids, shape, alpha, beta, splits, epi](ComputeGraph& g, Node& node) {
                const Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
+               check_residual(g, epi.residual, pr.out_sizes);
                MatmulSplitkReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
                               pr.p.bias_sb, pr.p.bias_sm, pr.p.bias_sn, beta == 0.f ? 0 : pr.p.has_bias,
-                              alpha, beta, pr.p.N % 4 == 0, static_cast<int32_t>(act)};
+                              alpha, beta, pr.p.N % 4 == 0, static_cast<int32_t>(epi.act)};
                node.set_params(r);
                node.set_groups_1d(int64_t{pr.p.batch} * pr.p.M * ((pr.p.N + 3) / 4), kLocal1D[0]);
              });
 }
 
-// ids: a, b, bias (or -1), out. act: an activation after the bias, in the kernel's epilogue.
+// ids: a, b, bias (or -1), out. epi: an activation and a residual after the bias, in the kernel's
+// epilogue (the residual's variants are built for linears only: B contiguous in k).
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta,
-                Activation act = Activation::None) {
+                Epilogue epi = {}) {
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
-  require_float_same(g, {a, b, bias, out});
+  require_float_same(g, {a, b, bias, out, epi.residual});
   // The kernel from the planned (largest) sizes (matmul_choice.cpp).
   const Problem planned = shape(g, ids);
   const MatmulParams& pp = planned.p;
@@ -95,25 +128,30 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   problem.c_sb = pp.c_sb;
   const MatmulChoice choice = choose_matmul(problem, g.context().info(), g.settings());
   const bool plain = choice.kernel == MatmulKernel::Strided || choice.kernel == MatmulKernel::Gemv;
-  const std::string shader = plain ? variant(g, choice.shader, a) : choice.shader;
+  std::string shader = plain ? variant(g, choice.shader, a) : choice.shader;
   const LocalSize local = choice.local;
   const uint32_t tile_m = choice.tile_m, tile_n = choice.tile_n;
   const int32_t group_m =
       choice.kernel == MatmulKernel::Tiled || choice.kernel == MatmulKernel::Coop ? choice.group_m : 0;
   const bool coop2 = choice.coop2;
   if (choice.splits > 1) {
-    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, act);
+    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, epi);
     return;
   }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  g.add_node(g.current_op(), shader, local,
-             {out, a, b, bias >= 0 ? bias : a},
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, act](ComputeGraph& g, Node& node) {
+  std::vector<int> bound{out, a, b, bias >= 0 ? bias : a};
+  if (epi.residual >= 0) {
+    bound.push_back(epi.residual);
+    shader = residual_variant(g, shader);
+  }
+  g.add_node(g.current_op(), shader, local, bound,
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
+               check_residual(g, epi.residual, pr.out_sizes);
                pr.p.alpha = alpha;
                pr.p.beta = beta;
-               pr.p.act = static_cast<int32_t>(act);
+               pr.p.act = static_cast<int32_t>(epi.act);
                if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
                pr.p.aligned = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
                pr.p.group_m = group_m;
@@ -223,11 +261,17 @@ VKD_REGISTER_OPS(register_matmul_ops) {
     const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
     add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f);
   });
-  // et_vk.vkd_linear_act(input, weight, bias, activation): the activation in the epilogue
+  // et_vk.vkd_linear_act(input, weight, bias, activation, residual=None): the activation, then the
+  // residual added, in the epilogue
   register_op("et_vk.vkd_linear_act.default", [](ComputeGraph& g, const OpArgs& a) {
+    // Programs exported before the residual argument have 4 arguments.
+    if (a.size() != 5 && a.size() != 6) g.fail("expected 4 or 5 arguments and 1 output");
     const int bias = g.is_null(a.at(2)) ? -1 : a.at(2);
-    add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f,
-               activation_named(g, g.get_string(a.at(3))));
+    Epilogue epi;
+    epi.act = activation_named(g, g.get_string(a.at(3)));
+    epi.residual = a.size() == 6 && !g.is_null(a.at(4)) ? a.at(4) : -1;
+    if (epi.residual == a.back()) g.fail("the residual must not be the output");
+    add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f, epi);
   });
 }
 
