@@ -562,6 +562,24 @@ def _check_constant_pad(node: Node) -> Optional[str]:
     return _int_fill_value(node, "value")
 
 
+# et_vk.vkd_sdpa_qkv's sequence bound: runtime/ops/attention.cpp's kShortAttentionMaxKeys (sdpa_short.glsl
+# holds whole score rows in shared memory).
+SDPA_QKV_MAX_TOKENS = 512
+
+
+def _check_sdpa_qkv(node: Node) -> Optional[str]:
+    qkv, heads = fake_tensor(arg(node, "qkv")), arg(node, "heads")
+    if qkv is None or qkv.dtype not in FLOATS:
+        return "qkv must be a float32 or float16 tensor"
+    if qkv.dim() != 3 or not isinstance(heads, int) or heads < 1 or qkv.shape[2] % (3 * heads):
+        return f"qkv {tuple(qkv.shape)} must be [B, T, 3 * heads * D] (heads {heads})"
+    if qkv.shape[1] > SDPA_QKV_MAX_TOKENS:
+        return f"more than {SDPA_QKV_MAX_TOKENS} tokens"
+    if qkv.shape[2] // (3 * heads) > 256:
+        return "head dims above 256 are not supported"
+    return None
+
+
 def _check_arange(node: Node) -> Optional[str]:
     if output_tensors(node)[0].dtype == torch.bool:
         return "arange of bool is not supported"
@@ -966,6 +984,12 @@ _ENTRIES = [
             "dims up to 256. backends/attention_fusion.py makes it from sdpa over transposed caches with the mask "
             "arange(S) <= input_pos[:, None].",
             dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_sdpa_kv_cache, kind="matmul"),
+    OpEntry("sdpa_qkv", (et_vk.vkd_sdpa_qkv.default,),
+            "et_vk.vkd_sdpa_qkv: attention of a packed q|k|v projection, qkv [B, T, 3 * heads * D] -> [B, T, heads, D] "
+            f"(optional is_causal and scale), up to {SDPA_QKV_MAX_TOKENS} tokens and head dims up to 256; q, k and v "
+            "are read in place and the output written in the layout the heads merge from. "
+            "backends/packed_attention.py makes it from reshape -> permute -> select x3 -> sdpa -> transpose.",
+            dtypes=FLOATS, check=_check_sdpa_qkv, kind="matmul"),
     OpEntry("rope_kv_update", (et_vk.vkd_rope_kv_update.default,),
             "et_vk.vkd_rope_kv_update: rotary embedding (rotate-half) of q [B, T, H, D] and k [B, T, KVH, D] with "
             "cos and sin [T, 1, D], and the KV-cache writes: rope(k) and v [B, T, KVH, D] into k_cache and v_cache "

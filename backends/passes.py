@@ -24,6 +24,7 @@ from .linear_act_fusion import fuse_linear_activation
 from .linear_fusion import fuse_linears
 from .manual_attention import fuse_manual_attention
 from .noop_copies import drop_noop_copies
+from .packed_attention import fuse_packed_qkv_attention
 from .rope_fusion import fuse_rope, fuse_rope_kv_update
 from .torchao_fusion import fuse_torchao_quantized
 
@@ -39,6 +40,8 @@ PASSES: List[Pass] = [
     # after the int8 fusions, so that it only sees the float convolutions they leave.
     fuse_conv,
     fuse_manual_attention,  # perf: softmax(q @ k^T * scale) @ v written out into scaled_dot_product_attention
+    # perf: sdpa of a packed q|k|v projection's heads, and its transpose back, into et_vk.vkd_sdpa_qkv
+    fuse_packed_qkv_attention,
     fuse_linear_activation,  # perf: a float linear's relu / gelu into its epilogue (et_vk.vkd_linear_act)
     fuse_linears,  # perf: [rms_norm +] quantized linears of one input [+ silu(a) * b | + residual] into one op
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope

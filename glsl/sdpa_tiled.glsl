@@ -3,8 +3,8 @@
 // variant sdpa_tiled_d128: MAX_D=128
 // scaled_dot_product_attention without a mask (or causal), tiled: runtime/ops/attention.cpp's
 // path for many queries. q [B, H, L, E], k [B, KVH, S, E], v [B, KVH, S, Ev], out [B, H, L, Ev]
-// (B: the lead dims before the heads, flattened), each addressed through its strides (batch,
-// head, row; the last dim contiguous). The query rows of one KV head, (l, g) for the group's
+// (B: the lead dims before the heads, flattened), each addressed through its strides and offset
+// (sdpa_strided_params.glslh). The query rows of one KV head, (l, g) for the group's
 // heads h = kv * group + g in l-major order, go in blocks of ROWS; workgroup (block, kv, b)
 // streams the keys and values through shared memory (sdpa_tile.glslh), each tile read once for
 // ROWS rows. Causal: row (l, g) counts keys 0..l (PyTorch's top-left aligned mask), and a block
@@ -18,25 +18,7 @@ layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
 layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
 layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
-// params-struct: SdpaTiledParams
-layout(set = 0, binding = 4) uniform Params {
-  ivec4 q_strides;    // elements between batches, heads, rows (then 0)
-  ivec4 k_strides;
-  ivec4 v_strides;
-  ivec4 out_strides;
-  int batch;          // B
-  int heads;          // H
-  int kv_heads;       // KVH
-  int group;          // H / KVH
-  int L;
-  int S;
-  int E;
-  int Ev;
-  float scale;
-  int causal;
-  int pad0;
-  int pad1;
-} p;
+#include "sdpa_strided_params.glslh"
 
 // Row r of KV head kv is query (l, g) = (r / group, r % group) of head kv * group + g.
 int q_base, k_base, v_base, out_base, head0;
@@ -58,10 +40,10 @@ void main() {
   const int rows_total = p.L * p.group;  // of this KV head
   const int r0 = block * ROWS;
   head0 = kv * p.group;
-  q_base = b * p.q_strides.x;
-  out_base = b * p.out_strides.x;
-  k_base = b * p.k_strides.x + kv * p.k_strides.y;
-  v_base = b * p.v_strides.x + kv * p.v_strides.y;
+  q_base = p.q_strides.w + b * p.q_strides.x;
+  out_base = p.out_strides.w + b * p.out_strides.x;
+  k_base = p.k_strides.w + b * p.k_strides.x + kv * p.k_strides.y;
+  v_base = p.v_strides.w + b * p.v_strides.x + kv * p.v_strides.y;
 
   if (tid < ROWS) {
     const int r = r0 + tid;

@@ -139,6 +139,27 @@ sdpa_kv_cache = define(
     _sdpa_kv_cache_reference, _sdpa_kv_cache_fake)
 
 
+def _sdpa_qkv_reference(qkv, heads, is_causal=False, scale=None):
+    batch, length, width = qkv.shape
+    q, k, v = qkv.reshape(batch, length, 3, heads, width // (3 * heads)).permute(2, 0, 3, 1, 4)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    return out.transpose(1, 2).contiguous()
+
+
+def _sdpa_qkv_fake(qkv, heads, is_causal=False, scale=None):
+    batch, length, width = qkv.shape
+    return qkv.new_empty(batch, length, heads, width // (3 * heads))
+
+
+# Attention of one packed q|k|v projection: qkv [B, T, 3 * H * D] (q, k and v side by side, each
+# [H, D] per token, as a ViT's qkv linear makes them) -> out [B, T, H, D], the layout the heads are
+# merged from. The kernel reads q, k and v in place and writes out through strides: no head
+# transposes. backends/packed_attention.py makes it from reshape -> permute -> select x3 -> sdpa ->
+# transpose.
+sdpa_qkv = define("vkd_sdpa_qkv(Tensor qkv, int heads, bool is_causal=False, float? scale=None) -> Tensor",
+                  _sdpa_qkv_reference, _sdpa_qkv_fake)
+
+
 def _check_positions(input_pos, cache_len):
     if bool(((input_pos < 0) | (input_pos >= cache_len)).any()):
         raise IndexError(f"input_pos {input_pos.tolist()} out of range for a cache of {cache_len} positions")

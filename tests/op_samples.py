@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache
+from vkdelegate.quant.library import conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv
 
 
 @dataclass(frozen=True)
@@ -1084,6 +1084,17 @@ def _sdpa_kv_cache_samples() -> List[SampleCase]:
     ]
 
 
+@_seeded
+def _sdpa_qkv_samples() -> List[SampleCase]:
+    """qkv [B, T, 3 * heads * D]: odd T and D, one head and several, causal with a scale, a batch."""
+    return [
+        SampleCase("t9_h3_d8", _Call(lambda qkv: sdpa_qkv.default(qkv, 3)), (_values(1, 9, 72),)),
+        SampleCase("causal_scale_b2_t7_h2_d13", _Call(lambda qkv: sdpa_qkv.default(qkv, 2, True, 0.4)),
+                   (_values(2, 7, 78),)),
+        SampleCase("t33_h1_d20", _Call(lambda qkv: sdpa_qkv.default(qkv, 1)), (_values(1, 33, 60),)),
+    ]
+
+
 class _StateWrite(torch.nn.Module):
     """A buffer written in place at positions (index_copy_ and `buffer[..., positions] = values` export
     to index_put), then read."""
@@ -1226,10 +1237,12 @@ def _sdpa_samples() -> List[SampleCase]:
     qkv = lambda b, h, l, s, e, hk=None, ev=None: (
         _values(b, h, l, e), _values(b, hk or h, s, e), _values(b, hk or h, s, ev or e))
     return [
+        # Without a mask and up to 512 keys, below the tiled kernel's 128 workgroups: the short kernel
+        # (sdpa_short.glsl; tests/test_sdpa_tiled.py covers it and the tiled one); with a mask a workgroup
+        # per row (sdpa.glsl). The first two, so that the float16 run takes both.
         SampleCase("no_mask_2x3x7x16", _Call(_sdpa()), qkv(2, 3, 7, 7, 16)),
-        # From 16 queries without a mask the tiled kernel (sdpa_tiled.glsl; tests/test_sdpa_tiled.py covers it);
-        # second, so that the float16 run takes it as well as sdpa.glsl.
-        SampleCase("tiled_gqa_causal_L40_S23_Ev12", _Call(_sdpa(enable_gqa=True, is_causal=True)),
+        SampleCase("float_mask_broadcast", _Call(_sdpa()), qkv(2, 3, 5, 7, 8) + (_values(1, 5, 7),)),
+        SampleCase("short_gqa_causal_L40_S23_Ev12", _Call(_sdpa(enable_gqa=True, is_causal=True)),
                    qkv(1, 4, 40, 23, 16, hk=2, ev=12)),
         SampleCase("cross_L5_S13_Ev9", _Call(_sdpa()), qkv(1, 2, 5, 13, 8, ev=9)),
         SampleCase("causal_33", _Call(_sdpa(is_causal=True)), qkv(1, 2, 33, 33, 8)),
@@ -1237,7 +1250,6 @@ def _sdpa_samples() -> List[SampleCase]:
         # More keys than one block of the kernel (64): the online softmax rescales.
         SampleCase("long_S_150_wide", _Call(_sdpa()), (_wide(1, 2, 3, 8), _wide(1, 2, 150, 8), _values(1, 2, 150, 8))),
         SampleCase("scale_0.3", _Call(_sdpa(scale=0.3)), qkv(2, 2, 4, 6, 8)),
-        SampleCase("float_mask_broadcast", _Call(_sdpa()), qkv(2, 3, 5, 7, 8) + (_values(1, 5, 7),)),
         SampleCase("float_mask_neg_inf", _Call(_sdpa()),
                    qkv(2, 2, 4, 6, 8) + (torch.where(torch.rand(2, 1, 4, 6) < 0.3, float("-inf"), 0.0),)),
         SampleCase("bool_mask_with_empty_row", _Call(_sdpa()),
@@ -1594,6 +1606,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "roll": _roll_samples,
     "unfold_copy": _unfold_samples,
     "sdpa_kv_cache": _sdpa_kv_cache_samples,
+    "sdpa_qkv": _sdpa_qkv_samples,
     "index_select": _index_select_samples,
     "index_put": _index_put_samples,
     "rope": _rope_samples,

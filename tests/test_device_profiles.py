@@ -127,11 +127,12 @@ def test_a_float16_program_under_a_profile_without_fp16_is_an_error_at_load(tmp_
 # ---- a slice of the op cases under each profile (models: tests/test_models.py)
 
 # The entries whose kernels choose local sizes, tiles or shared memory by the device's limits
-# (matmul, linear and the quantized linears, convolutions, long-row softmax and layer_norm, attention
-# over a KV cache), in float32, and in float16 where the profile keeps it (fp16=0 makes a float16 program an error at
+# (matmul, linear and the quantized linears, convolutions, long-row softmax and layer_norm, attention:
+# the tiled and short kernels by shared memory, and over a KV cache), in float32, and in float16 where the profile keeps it (fp16=0 makes a float16 program an error at
 # load, as VKDELEGATE_DISABLE_FP16 does). Not the int64_wide cases: their values are outside int32, an error by
 # design where int64 lives as int32 (int64=0).
-OP_SLICE = ("(matmul or linear or convolution or conv2d_clamp or softmax or layer_norm or sdpa_kv_cache) "
+OP_SLICE = ("(matmul or linear or convolution or conv2d_clamp or softmax or layer_norm or sdpa_kv_cache "
+            "or scaled_dot_product_attention or sdpa_qkv) "
             "and not int64_wide")
 # The strictest profile, and the one between it and the real device (16 KB of shared memory,
 # 512 invocations, float16 on): between them the fallbacks at each limit. mali-g7x, whose

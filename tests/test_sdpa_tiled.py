@@ -1,8 +1,9 @@
 """aten.scaled_dot_product_attention's kernels against eager PyTorch: the tiled kernel
 (glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV head, key tiles of 32 (head dims up to 64) or 16
 (up to 128)), forced with SDPA_KERNEL=tiled on these small cases and chosen by default from 16 queries and
-128 workgroups; a mask, larger head dims, a small grid or SDPA_KERNEL=rows, a workgroup per query row
-(glsl/sdpa.glsl). The op runs alone in a small blob, so each case costs milliseconds; each asserts the
+128 workgroups; else, up to 512 keys, the short kernel (glsl/sdpa_short.glsl: blocks of up to 4 query
+rows holding whole score rows in shared memory); a mask, more keys or SDPA_KERNEL=rows, a workgroup per
+query row (glsl/sdpa.glsl). The op runs alone in a small blob, so each case costs milliseconds; each asserts the
 shader it ran."""
 import pytest
 import torch
@@ -14,6 +15,7 @@ from vkdelegate.serialization.graph_ir import (BoolValue, DType, DoubleValue, Gr
                                                TensorValue)
 
 SDPA_TILED_MIN_QUERIES = 16  # runtime/ops/attention.cpp: kSdpaTiledMinQueries
+SHORT_MAX_KEYS = 512  # runtime/ops/attention.cpp: kShortAttentionMaxKeys
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.bool: DType.bool_}
 
@@ -103,35 +105,91 @@ def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
 
 
 ROW_KERNEL_CASES = [
-    # (queries, head dim, causal, mask, settings): each keeps the row kernel.
-    pytest.param(SDPA_TILED_MIN_QUERIES - 1, 16, False, None, {}, id="below_the_threshold"),
-    pytest.param(40, 16, False, None, {"SDPA_KERNEL": "rows"}, id="the_setting"),
-    pytest.param(40, 16, True, None, {"SDPA_KERNEL": "rows"}, id="causal_with_the_setting"),
-    pytest.param(40, 16, False, "bool", {}, id="a_bool_mask"),
-    pytest.param(40, 16, False, "float", {}, id="a_float_mask"),
-    pytest.param(40, 160, False, None, {}, id="head_dim_above_128"),
+    # (queries, keys, head dim, causal, mask, settings): each keeps the row kernel.
+    pytest.param(SDPA_TILED_MIN_QUERIES - 1, SHORT_MAX_KEYS + 1, 16, False, None, {}, id="keys_above_the_short_kernel"),
+    pytest.param(40, 23, 16, False, None, {"SDPA_KERNEL": "rows"}, id="the_setting"),
+    pytest.param(40, 23, 16, True, None, {"SDPA_KERNEL": "rows"}, id="causal_with_the_setting"),
+    pytest.param(40, 23, 16, False, "bool", {}, id="a_bool_mask"),
+    pytest.param(40, 23, 16, False, "float", {}, id="a_float_mask"),
+    pytest.param(40, SHORT_MAX_KEYS + 1, 160, False, None, {"SDPA_KERNEL": "tiled"}, id="tiled_forced_where_none_holds"),
 ]
 
 
-@pytest.mark.parametrize("L, E, causal, mask_kind, settings", ROW_KERNEL_CASES)
-def test_row_kernel_cases(L, E, causal, mask_kind, settings):
+@pytest.mark.parametrize("L, S, E, causal, mask_kind, settings", ROW_KERNEL_CASES)
+def test_row_kernel_cases(L, S, E, causal, mask_kind, settings):
     torch.manual_seed(L + E)
-    q, k, v = qkv((2,), 2, L, 23, E)
+    q, k, v = qkv((2,), 2, L, S, E)
     mask, shader = None, "sdpa"
     if mask_kind == "bool":
-        mask, shader = torch.rand(L, 23) < 0.7, "sdpa_bool_mask"
+        mask, shader = torch.rand(L, S) < 0.7, "sdpa_bool_mask"
     elif mask_kind == "float":
-        mask, shader = torch.randn(2, 1, L, 23), "sdpa_float_mask"
+        mask, shader = torch.randn(2, 1, L, S), "sdpa_float_mask"
     check(q, k, v, shader, mask=mask, settings=settings, is_causal=causal)
 
 
 @pytest.mark.parametrize("lead, heads, L, shader", [
-    pytest.param((1,), 3, 197, "sdpa", id="vit_tiny_21_workgroups"),
+    pytest.param((1,), 3, 197, "sdpa_short", id="vit_tiny_21_workgroups"),
     pytest.param((16,), 8, 32, "sdpa_tiled_d64", id="128_workgroups"),
 ])
 def test_default_choice_by_workgroups(lead, heads, L, shader):
     """Unforced: the tiled kernel only where its grid has 128 workgroups (each walks the keys in turn:
-    ViT-tiny's 21 ran slower than a workgroup per row on the H100)."""
+    ViT-tiny's 21 ran slower than a workgroup per row on the H100); below that the short kernel."""
     torch.manual_seed(2)
     q, k, v = qkv(lead, heads, L, L, 64)
     check(q, k, v, shader)
+
+
+SHORT_CASES = [
+    # (lead dims, heads, kv heads, L, S, E, Ev, causal): odd L and S, causal with L != S both ways, grouped
+    # heads, E != Ev, ranks 2 to 5 (ViT-tiny's shape: test_default_choice_by_workgroups); blocks of 4, 2
+    # and 1 query rows (by the grid: 1024 workgroups, kShortAttentionMinWorkgroups), the output's keys split
+    # between invocations (R * Ev below 128), E = 256 (the scores' loads in chunks and a tail), S at the bound.
+    pytest.param((32,), 16, 16, 3, 7, 8, 8, True, id="rows2_causal"),
+    pytest.param((64,), 16, 16, 8, 9, 8, 8, True, id="rows4_causal"),
+    pytest.param((2,), 2, 2, 9, 13, 24, 40, False, id="rows1_keys_split_e24_ev40"),
+    pytest.param((1,), 2, 2, 21, 13, 8, 8, True, id="causal_L_above_S"),
+    pytest.param((2,), 2, 2, 7, 19, 33, 33, True, id="causal_S_above_L_odd_dim"),
+    pytest.param((2,), 8, 2, 11, 37, 32, 20, True, id="gqa_ratio4_causal_ev20"),
+    pytest.param((), None, None, 5, 17, 16, 16, False, id="rank2"),
+    pytest.param((), 5, 5, 17, 9, 12, 7, False, id="rank3"),
+    pytest.param((2, 3), 2, 1, 6, 11, 16, 16, True, id="rank5_gqa"),
+    pytest.param((1,), 1, 1, 3, 5, 256, 256, False, id="head_dim_256"),
+    pytest.param((1,), 1, 1, 4, SHORT_MAX_KEYS, 8, 8, False, id="keys_at_the_bound"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("lead, heads, kv_heads, L, S, E, Ev, causal", SHORT_CASES)
+def test_short_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, causal):
+    torch.manual_seed(L * 100 + S)
+    q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
+    assert q.dim() == len(lead) + (2 if heads is None else 3)
+    check(q, k, v, "sdpa_short", is_causal=causal, enable_gqa=heads != kv_heads)
+
+
+def test_short_kernel_scale_and_large_scores():
+    """A given scale; scores far above exp's float range (the row max is subtracted)."""
+    torch.manual_seed(3)
+    q, k, v = qkv((1,), 2, 9, 30, 8)
+    check(q * 30, k * 30, v, "sdpa_short", is_causal=True, scale=0.9)
+
+
+def test_short_kernel_forced_where_the_tiled_one_pays():
+    torch.manual_seed(4)
+    q, k, v = qkv((16,), 8, 32, 32, 16)
+    check(q, k, v, "sdpa_tiled_d64")
+    check(q, k, v, "sdpa_short", settings={"SDPA_KERNEL": "short"})
+
+
+def test_sizes_below_the_planned_ones_replay_the_short_kernel():
+    """Chosen at the upper bounds, the short kernel also runs what a resize gives (its rows a block
+    chosen again for the smaller grid)."""
+    torch.manual_seed(5)
+    q, k, v = qkv((1,), 4, 60, 40, 16, kv_heads=2, Ev=12)
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True)
+    assert [s for _, s in graph.dispatches()] == ["sdpa_short_f32"]
+    for L, S in ((60, 40), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)

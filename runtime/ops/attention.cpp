@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "op_utils.h"
-#include "shader_params.h"  // SdpaParams, SdpaTiledParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
+#include "shader_params.h"  // SdpaParams, SdpaStridedParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
 
@@ -100,54 +103,127 @@ constexpr int64_t kSdpaTiledMinQueries = 16;
 // a transformer block's (17 queries, 8 heads: 8 workgroups) 13 us tiled.
 constexpr int64_t kSdpaTiledMinWorkgroups = 128;
 
-// The tiled kernel for sdpa without a mask (sdpa_tiled.glsl), contiguous q, k, v and out (the
-// kernel takes strides, for views a fusion may give it later).
-void add_sdpa_tiled(ComputeGraph& g, const TiledAttention& tiled, int q, int k, int v, int out, bool causal,
-                    bool has_scale, double scale_arg, bool gqa) {
-  g.add_node(g.current_op(), variant(g, std::string("sdpa_tiled") + tiled.suffix, q), kTiledAttentionLocal,
-             {out, q, k, v}, [=](ComputeGraph& g, Node& node) {
-               const SdpaShape x = sdpa_shape(g, q, k, v, out, gqa);
-               if (std::max(x.E, x.Ev) > tiled.max_d) g.fail("head dims above the planned tiled kernel's");
-               auto strides = [&](int32_t (&s)[4], int64_t heads, int64_t rows, int64_t dim) {
-                 s[0] = static_cast<int32_t>(heads * rows * dim);
-                 s[1] = static_cast<int32_t>(rows * dim);
-                 s[2] = static_cast<int32_t>(dim);
-                 s[3] = 0;
-               };
-               SdpaTiledParams p{};
-               strides(p.q_strides, x.heads, x.L, x.E);
-               strides(p.k_strides, x.kv_heads, x.S, x.E);
-               strides(p.v_strides, x.kv_heads, x.S, x.Ev);
-               strides(p.out_strides, x.heads, x.L, x.Ev);
-               p.batch = static_cast<int32_t>(x.batch);
-               p.heads = static_cast<int32_t>(x.heads);
-               p.kv_heads = static_cast<int32_t>(x.kv_heads);
-               p.group = static_cast<int32_t>(x.group);
-               p.L = static_cast<int32_t>(x.L);
-               p.S = static_cast<int32_t>(x.S);
-               p.E = static_cast<int32_t>(x.E);
-               p.Ev = static_cast<int32_t>(x.Ev);
-               p.scale = sdpa_scale(has_scale, scale_arg, x.E);
-               p.causal = causal;
-               node.set_params(p);
-               const int64_t blocks = ceil_div(x.L * p.group, tiled.rows);
-               if (blocks * x.kv_heads * x.batch == 0) {
-                 node.groups = {0, 0, 0};
-                 return;
-               }
-               if (blocks > 65535 || x.kv_heads > 65535 || x.batch > 65535) {
-                 g.fail("more than 65535 blocks of query rows, heads or batches");
-               }
-               node.groups = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(x.kv_heads),
-                              static_cast<uint32_t>(x.batch)};
-             });
+// Where the strided kernels (sdpa_tiled.glsl, sdpa_short.glsl) find q, k, v and out: the sizes,
+// and each tensor's strides between batches, heads and rows and its element offset
+// (sdpa_strided_params.glslh). Computed from the current sizes at each resize.
+struct SdpaLayout {
+  SdpaShape x;
+  int32_t q[4], k[4], v[4], out[4];
+};
+using SdpaLayoutOf = std::function<SdpaLayout(ComputeGraph&)>;
+
+// Contiguous q [B, H, L, E], k [B, KVH, S, E], v [B, KVH, S, Ev] and out [B, H, L, Ev].
+SdpaLayoutOf contiguous_layout(int q, int k, int v, int out, bool gqa) {
+  return [=](ComputeGraph& g) {
+    SdpaLayout y{};
+    y.x = sdpa_shape(g, q, k, v, out, gqa);
+    auto strides = [](int32_t (&s)[4], int64_t heads, int64_t rows, int64_t dim) {
+      s[0] = static_cast<int32_t>(heads * rows * dim);
+      s[1] = static_cast<int32_t>(rows * dim);
+      s[2] = static_cast<int32_t>(dim);
+      s[3] = 0;
+    };
+    strides(y.q, y.x.heads, y.x.L, y.x.E);
+    strides(y.k, y.x.kv_heads, y.x.S, y.x.E);
+    strides(y.v, y.x.kv_heads, y.x.S, y.x.Ev);
+    strides(y.out, y.x.heads, y.x.L, y.x.Ev);
+    return y;
+  };
+}
+
+// sdpa_short.glsl's bounds: THREADS, MAX_ROWS (query rows a workgroup), MAX_KEYS (S) and its
+// shared memory (13 KiB: under the 16 KiB every Vulkan device has).
+constexpr LocalSize kShortAttentionLocal{128, 1, 1};
+constexpr int64_t kShortAttentionMaxRows = 4;
+constexpr int64_t kShortAttentionMaxKeys = 512;
+constexpr int64_t kShortAttentionSharedBytes = 4 * (4 * 256 + 4 * 512 + 2 * 4 * 32 + 128 + 4);
+// The short kernel applies to these planned sizes on this device.
+bool short_attention_fits(ComputeGraph& g, const SdpaShape& planned) {
+  const DeviceInfo& info = g.context().info();
+  return planned.S <= kShortAttentionMaxKeys && kShortAttentionSharedBytes <= info.max_shared_memory &&
+         kShortAttentionLocal[0] <= info.max_workgroup_invocations &&
+         std::max({planned.L * planned.group, planned.kv_heads, planned.batch}) <= 65535;
+}
+
+// The short kernel's rows a block: up to 4 (a block shares each key and value row read), fewer while
+// the grid is below this many workgroups. Each workgroup's loads wait on L2 in turn, and only many
+// workgroups an SM hide that: H100, 2026-11-26, ViT-tiny's attention took 43 us in 150 workgroups of 4 rows.
+constexpr int64_t kShortAttentionMinWorkgroups = 1024;
+
+// sdpa without a mask through strides: the tiled kernel (`tiled`) or, without one, the short kernel.
+void add_sdpa_strided(ComputeGraph& g, const TiledAttention* tiled, std::vector<int> tensors, SdpaLayoutOf layout,
+                      bool causal, bool has_scale, double scale_arg) {
+  const int q = tensors.at(1);
+  const std::string shader = tiled ? std::string("sdpa_tiled") + tiled->suffix : std::string("sdpa_short");
+  const LocalSize local = tiled ? kTiledAttentionLocal : kShortAttentionLocal;
+  g.add_node(g.current_op(), variant(g, shader, q), local, tensors, [=](ComputeGraph& g, Node& node) {
+    const SdpaLayout y = layout(g);
+    const SdpaShape& x = y.x;
+    if (tiled && std::max(x.E, x.Ev) > tiled->max_d) g.fail("head dims above the planned tiled kernel's");
+    if (!tiled && x.S > kShortAttentionMaxKeys) {
+      g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys for the planned short attention kernel");
+    }
+    const int64_t rows = x.L * x.group;  // of a KV head
+    int64_t block_rows = tiled ? tiled->rows : kShortAttentionMaxRows;
+    while (!tiled && block_rows > 1 && ceil_div(rows, block_rows) * x.kv_heads * x.batch < kShortAttentionMinWorkgroups) {
+      block_rows /= 2;
+    }
+    SdpaStridedParams p{};
+    std::copy(y.q, y.q + 4, p.q_strides);
+    std::copy(y.k, y.k + 4, p.k_strides);
+    std::copy(y.v, y.v + 4, p.v_strides);
+    std::copy(y.out, y.out + 4, p.out_strides);
+    p.batch = static_cast<int32_t>(x.batch);
+    p.heads = static_cast<int32_t>(x.heads);
+    p.kv_heads = static_cast<int32_t>(x.kv_heads);
+    p.group = static_cast<int32_t>(x.group);
+    p.L = static_cast<int32_t>(x.L);
+    p.S = static_cast<int32_t>(x.S);
+    p.E = static_cast<int32_t>(x.E);
+    p.Ev = static_cast<int32_t>(x.Ev);
+    p.scale = sdpa_scale(has_scale, scale_arg, x.E);
+    p.causal = causal;
+    p.block_rows = static_cast<int32_t>(block_rows);
+    node.set_params(p);
+    const int64_t blocks = ceil_div(rows, block_rows);
+    if (blocks * x.kv_heads * x.batch == 0 || x.Ev == 0) {
+      node.groups = {0, 0, 0};
+      return;
+    }
+    if (blocks > 65535 || x.kv_heads > 65535 || x.batch > 65535) {
+      g.fail("more than 65535 blocks of query rows, heads or batches");
+    }
+    node.groups = {static_cast<uint32_t>(blocks), static_cast<uint32_t>(x.kv_heads), static_cast<uint32_t>(x.batch)};
+  });
+}
+
+// The strided kernel for sdpa without a mask at these planned sizes: tiled, from kSdpaTiledMinQueries
+// queries and kSdpaTiledMinWorkgroups workgroups and head dims a tiled configuration holds; else
+// short, up to kShortAttentionMaxKeys keys; else neither (the row kernel). `forced` (the setting
+// SDPA_KERNEL) takes one wherever it applies: "rows" neither.
+struct SdpaChoice {
+  const TiledAttention* tiled;
+  bool short_kernel;
+};
+SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, const std::string& forced) {
+  if (forced == "rows") return {nullptr, false};
+  const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
+  const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
+  // Smaller sizes after a resize fit the grid too.
+  const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
+  const bool pays = planned.L >= kSdpaTiledMinQueries &&
+                    blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
+  if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {tiled, false};
+  if (forced != "tiled" && short_attention_fits(g, planned)) return {nullptr, true};
+  return {nullptr, false};
 }
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
 //                              is_causal=False, *, scale=None, enable_gqa=False)
 // Without a mask, from kSdpaTiledMinQueries queries and kSdpaTiledMinWorkgroups workgroups (at the
-// planned sizes) and head dims a tiled configuration holds: sdpa_tiled.glsl; else a workgroup per
-// query row (sdpa.glsl). The setting SDPA_KERNEL forces either.
+// planned sizes) and head dims a tiled configuration holds: sdpa_tiled.glsl; else up to
+// kShortAttentionMaxKeys keys: sdpa_short.glsl; else, or with a mask, a workgroup per query row
+// (sdpa.glsl). The setting SDPA_KERNEL forces one (where it applies; else the row kernel).
 void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 9) g.fail("expected 8 arguments and 1 output");
   const int q = a[0], k = a[1], v = a[2], out = a[8];
@@ -159,17 +235,11 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   const bool gqa = g.get_bool(a[7]);
   require_float_same(g, {q, k, v, out});
   if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
-  const std::string& forced = g.settings().sdpa_kernel;
-  if (mask < 0 && forced != "rows") {
-    const SdpaShape planned = sdpa_shape(g, q, k, v, out, gqa);
-    const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
-    const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
-    // Smaller sizes after a resize fit the grid too.
-    const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
-    const bool pays = planned.L >= kSdpaTiledMinQueries &&
-                      blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
-    if (tiled && grid_fits && (forced == "tiled" || pays)) {
-      add_sdpa_tiled(g, *tiled, q, k, v, out, causal, has_scale, scale_arg, gqa);
+  if (mask < 0) {
+    const SdpaChoice choice = choose_strided(g, sdpa_shape(g, q, k, v, out, gqa), g.settings().sdpa_kernel);
+    if (choice.tiled || choice.short_kernel) {
+      add_sdpa_strided(g, choice.tiled, {out, q, k, v}, contiguous_layout(q, k, v, out, gqa), causal, has_scale,
+                       scale_arg);
       return;
     }
   }
@@ -217,6 +287,59 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
     node.set_params(p);
     node.set_groups_1d(p.rows, 1);  // one workgroup per query row
   });
+}
+
+// et_vk.vkd_sdpa_qkv(qkv, heads, is_causal=False, scale=None): qkv [B, T, 3 * H * D] (q, k and v
+// side by side per token) -> out [B, T, H, D] (backends/packed_attention.py). The strided kernels
+// read q, k and v in place and write out in the layout the heads merge from (no transposes); up to
+// kShortAttentionMaxKeys tokens (op_registry.py's check), so the short kernel always applies.
+void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 5) g.fail("expected 4 arguments and 1 output");
+  const int qkv = a[0], out = a[4];
+  const int64_t heads = g.get_int(a[1]);
+  const bool causal = g.get_bool(a[2]);
+  const bool has_scale = !g.is_null(a[3]);
+  const double scale_arg = has_scale ? g.get_double(a[3]) : 0.0;
+  require_float_same(g, {qkv, out});
+  if (heads < 1) g.fail("heads must be at least 1");
+  auto layout = [=](ComputeGraph& g) {
+    const Tensor& t = g.tensor(qkv);
+    if (t.dim() != 3 || t.sizes[2] % (3 * heads) != 0) {
+      g.fail("qkv " + sizes_str(t.sizes) + " must be [B, T, 3 * heads * D] (heads " + std::to_string(heads) + ")");
+    }
+    const int64_t B = t.sizes[0], T = t.sizes[1], D = t.sizes[2] / (3 * heads);
+    if (D > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+    if (t.numel() > INT32_MAX) g.fail("too large for 32-bit indexing");
+    g.tensor(out).sizes = {B, T, heads, D};
+    SdpaLayout y{};
+    y.x.lead = {B, heads};
+    y.x.batch = B;
+    y.x.heads = y.x.kv_heads = heads;
+    y.x.group = 1;
+    y.x.L = y.x.S = T;
+    y.x.E = y.x.Ev = D;
+    const int32_t row = static_cast<int32_t>(3 * heads * D), width = static_cast<int32_t>(heads * D);
+    const int32_t d = static_cast<int32_t>(D);
+    auto set = [](int32_t (&s)[4], int32_t batch, int32_t head, int32_t row, int32_t offset) {
+      s[0] = batch;
+      s[1] = head;
+      s[2] = row;
+      s[3] = offset;
+    };
+    set(y.q, static_cast<int32_t>(T) * row, d, row, 0);
+    set(y.k, static_cast<int32_t>(T) * row, d, row, width);
+    set(y.v, static_cast<int32_t>(T) * row, d, row, 2 * width);
+    set(y.out, static_cast<int32_t>(T) * width, d, width, 0);
+    return y;
+  };
+  const SdpaShape planned = layout(g).x;
+  const std::string& forced = g.settings().sdpa_kernel;
+  SdpaChoice choice = choose_strided(g, planned, forced == "rows" ? std::string() : forced);
+  if (!choice.tiled && !choice.short_kernel) choice = choose_strided(g, planned, "");
+  if (!choice.tiled && !choice.short_kernel) {
+    g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " tokens, and no tiled attention kernel fits");
+  }
+  add_sdpa_strided(g, choice.tiled, {out, qkv, qkv, qkv}, layout, causal, has_scale, scale_arg);
 }
 
 // et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
@@ -473,6 +596,7 @@ void add_rope(ComputeGraph& g, const OpArgs& a) {
 VKD_REGISTER_OPS(register_attention_ops) {
   register_op("et_vk.vkd_rope.default", add_rope);
   register_op("aten.scaled_dot_product_attention.default", add_sdpa);
+  register_op("et_vk.vkd_sdpa_qkv.default", add_sdpa_qkv);
   register_op("et_vk.vkd_sdpa_kv_cache.default", add_sdpa_kv_cache);
   register_op("aten.rms_norm.default", add_rms_norm);
 }

@@ -1,0 +1,97 @@
+"""backends/packed_attention.py: attention of a packed q|k|v projection (reshape -> permute -> select x3
+-> sdpa -> transpose, as a ViT block writes it) runs as one et_vk.vkd_sdpa_qkv dispatch, with no layout
+copies around it; causal and scaled too (float16: the op's samples in test_ops.py, the models' in
+test_fp16.py). Look-alikes it must leave alone (a select used elsewhere, q/k/v out of order, other
+permutes, an output kept in heads-first layout, more tokens than the kernel holds) keep their ops.
+Results match eager."""
+import pytest
+import torch
+from torch.nn import functional as F
+
+from helpers import dispatch_ops, lower, run_pte
+from kernel_check import chosen_shaders
+from vkdelegate.examples.models.transformer import TransformerBlock
+from vkdelegate.examples.models.vit import ViTBlock
+
+FUSED = "et_vk.vkd_sdpa_qkv.default"
+COPIES = ("aten.permute_copy.default", "aten.select_copy.int")
+
+
+class PackedAttention(torch.nn.Module):
+    """A ViT block's attention; `variant` makes a look-alike."""
+
+    def __init__(self, heads: int, variant: str = "", causal: bool = False, scale=None):
+        super().__init__()
+        self.heads, self.variant, self.causal, self.scale = heads, variant, causal, scale
+
+    def forward(self, qkv):
+        b, t, c3 = qkv.shape
+        hd = c3 // (3 * self.heads)
+        perm = (2, 0, 3, 1, 4) if self.variant != "other_permute" else (2, 0, 1, 3, 4)
+        parts = qkv.reshape(b, t, 3, self.heads, hd).permute(*perm)
+        q, k, v = parts[0], parts[1], parts[2]
+        if self.variant == "swapped":
+            q, k = k, q
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=self.scale)
+        if self.variant == "heads_first":
+            return out
+        merged = out.transpose(1, 2).reshape(b, t, c3 // 3)
+        if self.variant == "select_used_elsewhere":
+            return merged, v * 2
+        return merged
+
+
+def check(model, inputs, fused, tolerance=1e-5):
+    em = lower(model.eval(), inputs)
+    ops = dispatch_ops(em)
+    if fused:
+        assert ops.count(FUSED) == 1 and not any(op in COPIES for op in ops), ops
+        assert "aten.scaled_dot_product_attention.default" not in ops, ops
+    else:
+        assert FUSED not in ops and "aten.scaled_dot_product_attention.default" in ops, ops
+    for ours, ref in zip(run_pte(em.to_executorch().buffer, inputs), torch.utils._pytree.tree_leaves(model(*inputs))):
+        torch.testing.assert_close(ours, ref, rtol=tolerance, atol=tolerance)
+    return em, ops
+
+
+@pytest.mark.parametrize("heads, tokens, head_dim, causal, scale", [
+    pytest.param(3, 13, 8, False, None, id="h3_t13_d8"),
+    pytest.param(2, 9, 20, True, 0.3, id="causal_scale_h2_t9_d20"),
+])
+def test_packed_attention_fuses(heads, tokens, head_dim, causal, scale):
+    torch.manual_seed(tokens)
+    check(PackedAttention(heads, causal=causal, scale=scale), (torch.randn(2, tokens, 3 * heads * head_dim),), True)
+
+
+@pytest.mark.parametrize("variant", ["select_used_elsewhere", "swapped", "other_permute", "heads_first"])
+def test_look_alikes_keep_their_ops(variant):
+    torch.manual_seed(1)
+    check(PackedAttention(2, variant), (torch.randn(1, 7, 2 * 3 * 8),), False)
+
+
+def test_more_tokens_than_the_kernel_holds_keep_their_ops():
+    from vkdelegate.op_registry import SDPA_QKV_MAX_TOKENS
+    torch.manual_seed(2)
+    em = lower(PackedAttention(1).eval(), (torch.randn(1, SDPA_QKV_MAX_TOKENS + 1, 3 * 4),))
+    assert FUSED not in dispatch_ops(em)
+
+
+def test_vit_block_attention_is_one_dispatch():
+    """The attention of a ViT block: one dispatch between the qkv linear and the projection, where sdpa
+    and the layout copies around it took five (the residual adds ride in the linears' epilogues)."""
+    torch.manual_seed(3)
+    block, x = ViTBlock(48, 3, 96).eval(), (torch.randn(1, 17, 48),)
+    em, ops = check(block, x, True, tolerance=1e-4)
+    assert ops[:4] == ["aten.native_layer_norm.default", "aten.linear.default", FUSED,
+                       "et_vk.vkd_linear_act.default"], ops
+    assert [s for s in chosen_shaders(em) if s.startswith("sdpa")] == ["sdpa_short_f32"]
+
+
+def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
+    """examples/models/transformer.py's block: fuse_manual_attention makes the sdpa first (the bmm chain it
+    leaves still holds the selects until dead code goes)."""
+    torch.manual_seed(4)
+    block, x = TransformerBlock(dim=32, heads=2).eval(), (torch.randn(2, 11, 32),)
+    em, ops = check(block, x, True, tolerance=1e-4)
+    assert ops[:4] == ["aten.native_layer_norm.default", "aten.linear.default", FUSED,
+                       "et_vk.vkd_linear_act.default"], ops
