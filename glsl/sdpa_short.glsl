@@ -20,7 +20,6 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define MAX_E 256
 #define MAX_LANES (THREADS / MAX_ROWS)  // invocations per row for its max and sum
 #define KEYS_PER_INVOCATION (MAX_KEYS / THREADS)
-#define LOAD_CHUNK 8  // loads issued together (see the scores and the output)
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
@@ -66,54 +65,21 @@ void main() {
   const int rows_here = min(R, rows_total - r0);
   const int keys_end = row_last[rows_here - 1] + 1;
 
-  // Scores, an invocation per key (up to KEYS_PER_INVOCATION, handled together): key j's row is read
-  // once for the block's rows. The loads of LOAD_CHUNK dims of each key go out before their sums, so
-  // that many are in flight (each waits on L2; a loop of one load and its sum waits once per element).
-  const int key_slots = (keys_end + THREADS - 1) / THREADS;  // uniform
-  float s[KEYS_PER_INVOCATION][MAX_ROWS];
-  int k_row[KEYS_PER_INVOCATION];
-  for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
-    for (int rr = 0; rr < MAX_ROWS; ++rr) s[a][rr] = 0.0;
-    // A slot past the keys reads the last one (its sums go unused).
-    k_row[a] = k_base + min(tid + a * THREADS, max(keys_end - 1, 0)) * p.k_strides.z;
-  }
-  if (keys_end > 0) {
-    int e = 0;
-    for (; e + LOAD_CHUNK <= E; e += LOAD_CHUNK) {
-      float kk[KEYS_PER_INVOCATION][LOAD_CHUNK];
-      for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
-        if (a < key_slots) {
-          for (int u = 0; u < LOAD_CHUNK; ++u) kk[a][u] = float(k_data[k_row[a] + e + u]);
-        }
-      }
-      for (int u = 0; u < LOAD_CHUNK; ++u) {
-        for (int rr = 0; rr < MAX_ROWS; ++rr) {
-          if (rr < R) {
-            const float qq = q_s[rr * E + e + u];
-            for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
-              if (a < key_slots) s[a][rr] += qq * kk[a][u];
-            }
-          }
-        }
-      }
-    }
-    for (; e < E; ++e) {
-      for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
-        if (a < key_slots) {
-          const float kk = float(k_data[k_row[a] + e]);
-          for (int rr = 0; rr < MAX_ROWS; ++rr) {
-            if (rr < R) s[a][rr] += q_s[rr * E + e] * kk;
-          }
-        }
-      }
-    }
-  }
+  // Scores, an invocation per key: key j's row is read once for the block's rows.
   for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
     const int j = tid + a * THREADS;
-    if (j < keys_end) {
+    if (j >= keys_end) break;
+    float s[MAX_ROWS];
+    for (int rr = 0; rr < MAX_ROWS; ++rr) s[rr] = 0.0;
+    const int k_row = k_base + j * p.k_strides.z;
+    for (int e = 0; e < E; ++e) {
+      const float kk = float(k_data[k_row + e]);
       for (int rr = 0; rr < MAX_ROWS; ++rr) {
-        if (rr < R) prob_s[rr * MAX_KEYS + j] = j <= row_last[rr] ? s[a][rr] : -1.0 / 0.0;
+        if (rr < R) s[rr] += q_s[rr * E + e] * kk;
       }
+    }
+    for (int rr = 0; rr < MAX_ROWS; ++rr) {
+      if (rr < R) prob_s[rr * MAX_KEYS + j] = j <= row_last[rr] ? s[rr] : -1.0 / 0.0;
     }
   }
   barrier();
@@ -151,27 +117,21 @@ void main() {
     if (rr < rows_here) {
       for (int i = 0; i < MAX_LANES; ++i) l += lane_sum[rr * MAX_LANES + i];
     }
-    // LOAD_CHUNK keys at a time, their value loads first (in flight together), then their sums.
-    float acc[LOAD_CHUNK];
-    for (int u = 0; u < LOAD_CHUNK; ++u) acc[u] = 0.0;
+    float acc0 = 0.0, acc1 = 0.0;  // two chains of additions, alternating keys
     if (l > 0.0) {
       const int last = row_last[rr];
-      const int prob_row = rr * MAX_KEYS;
       int j = slice;
-      for (; j + (LOAD_CHUNK - 1) * slices <= last; j += LOAD_CHUNK * slices) {
-        float vv[LOAD_CHUNK];
-        for (int u = 0; u < LOAD_CHUNK; ++u) vv[u] = float(v_data[v_base + (j + u * slices) * p.v_strides.z + d]);
-        for (int u = 0; u < LOAD_CHUNK; ++u) acc[u] += prob_s[prob_row + j + u * slices] * vv[u];
+      for (; j + slices <= last; j += 2 * slices) {
+        acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
+        acc1 += prob_s[rr * MAX_KEYS + j + slices] * float(v_data[v_base + (j + slices) * p.v_strides.z + d]);
       }
-      for (; j <= last; j += slices) acc[0] += prob_s[prob_row + j] * float(v_data[v_base + j * p.v_strides.z + d]);
+      if (j <= last) acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
     }
-    float total = 0.0;
-    for (int u = 0; u < LOAD_CHUNK; ++u) total += acc[u];
     if (slices > 1) {
-      partial_s[tid] = total;
+      partial_s[tid] = acc0 + acc1;
     } else if (rr < rows_here) {
       out_data[out_base + (head0 + r % p.group) * p.out_strides.y + (r / p.group) * p.out_strides.z + d] =
-          T(l > 0.0 ? total / l : 0.0);
+          T(l > 0.0 ? (acc0 + acc1) / l : 0.0);
     }
   }
   if (slices > 1) {  // uniform

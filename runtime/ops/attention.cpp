@@ -145,12 +145,9 @@ bool short_attention_fits(ComputeGraph& g, const SdpaShape& planned) {
          std::max({planned.L * planned.group, planned.kv_heads, planned.batch}) <= 65535;
 }
 
-// The short kernel's rows a block: up to 4 (a block shares each key and value row read), fewer while
-// the grid is below this many workgroups. Each workgroup's loads wait on L2 in turn, and only many
-// workgroups an SM hide that: H100, 2026-11-26, ViT-tiny's attention took 43 us in 150 workgroups of 4 rows.
-constexpr int64_t kShortAttentionMinWorkgroups = 1024;
-
 // sdpa without a mask through strides: the tiled kernel (`tiled`) or, without one, the short kernel.
+// A block of the short kernel's query rows shares each key row read; fewer rows a block where the
+// grid would be small (each workgroup's work is short, but a workgroup per SM leaves it idle).
 void add_sdpa_strided(ComputeGraph& g, const TiledAttention* tiled, std::vector<int> tensors, SdpaLayoutOf layout,
                       bool causal, bool has_scale, double scale_arg) {
   const int q = tensors.at(1);
@@ -165,7 +162,7 @@ void add_sdpa_strided(ComputeGraph& g, const TiledAttention* tiled, std::vector<
     }
     const int64_t rows = x.L * x.group;  // of a KV head
     int64_t block_rows = tiled ? tiled->rows : kShortAttentionMaxRows;
-    while (!tiled && block_rows > 1 && ceil_div(rows, block_rows) * x.kv_heads * x.batch < kShortAttentionMinWorkgroups) {
+    while (!tiled && block_rows > 1 && ceil_div(rows, block_rows) * x.kv_heads * x.batch < kSdpaTiledMinWorkgroups) {
       block_rows /= 2;
     }
     SdpaStridedParams p{};
