@@ -35,9 +35,9 @@ layout(set = 0, binding = 3) readonly buffer Bias { T bias_data[]; };
 float epilogue(const in uint r, const in uint c, const in float v, const in int m0, const in int n0, const in int bz) {
   const int m = m0 + int(r), n = n0 + int(c);
   float x = p.alpha * v;
-  if (m >= p.M || n >= p.N) return x;  // not stored
-  if (p.has_bias != 0) x += p.beta * float(bias_data[bz * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
-  return epilogue_tail(x, bz * p.c_sb + m * p.N + n);
+  const bool stored = m < p.M && n < p.N;  // no branch around the activation (matmul_coop.glslh)
+  if (p.has_bias != 0 && stored) x += p.beta * float(bias_data[bz * p.bias_sb + m * p.bias_sm + n * p.bias_sn]);
+  return epilogue_tail(x, stored ? bz * p.c_sb + m * p.N + n : 0);
 }
 
 void main() {
