@@ -62,7 +62,7 @@
 // shared memory (one barrier; the tree takes log2(local size)); the residual and biases are
 // read before the loop, so the epilogue waits on no load. "cNuMs" shapes, only where the device
 // has subgroup arithmetic; c4u2s is the int4 default there (runtime/ops/quantized_linear.cpp).
-// H100 (benchmarks/results/decode_h100_2026-11-26.md): c4u4s and c8u1s were slower than c4u1.
+// H100 (benchmarks/results/decode_gemv_h100_2026-11-25.md): c4u4s and c8u1s were slower than c4u1.
 // variant qlinear_gemv_fused_b4_c4u1s: BITS=4 X4=0 PAIR=0 NC=4 U=1 SG=1
 // variant qlinear_gemv_fused_b4_x4_c4u1s: BITS=4 X4=1 PAIR=0 NC=4 U=1 SG=1
 // variant qlinear_gemv_fused_pair_b4_c4u1s: BITS=4 X4=0 PAIR=1 NC=4 U=1 SG=1

@@ -416,7 +416,7 @@ void add_quantized_linear_fused(ComputeGraph& g, const OpArgs& a) {
   // at 64 invocations (c4u2s), the others at gemv_local's 128. H100, TinyLlama-shape decode, the
   // 88 fused GEMVs of a profiled step: c4u1 ~945 us, c4u2s 866, c4u2s with the pair at 64 ~840
   // (w1/w3 14.1 us against 15.1 at 128; q/k/v, wo and w2 were slower at 64): the decode step
-  // 1.627 -> 1.511 ms (benchmarks/results/decode_h100_2026-11-26.md).
+  // 1.627 -> 1.511 ms (benchmarks/results/decode_gemv_h100_2026-11-25.md).
   std::string shape = g.settings().qlinear_gemv_fused_shape;
   const bool subgroup_default = shape.empty() && bits == 4 && !g.settings().no_subgroup_ops &&
                                 g.context().info().subgroup_arithmetic;
