@@ -20,6 +20,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_
 from torch.utils._pytree import tree_map
 
 from ..backends.memory_planning import plan_memory
+from ..backends.vulkan_preprocess import _scalar_value as scalar_value
 from ..fx_nodes import op_name, schema_arguments
 from ..op_registry import REGISTRY, aliasing_op_names, state_update_positions
 from ..runtime import _vkdelegate
@@ -321,19 +322,10 @@ def _graph_ir(node: torch.fx.Node, placeholders: Dict[torch.fx.Node, torch.Tenso
 
 
 def _scalar(value: Any):
-    if value is None or isinstance(value, (torch.memory_format, torch.layout, torch.device)):
-        return NullValue()
-    if isinstance(value, bool):
-        return BoolValue(value)
-    if isinstance(value, int):
-        return IntValue(value)
-    if isinstance(value, float):
-        return DoubleValue(value)
-    if isinstance(value, str):
-        return StringValue(value)
-    if isinstance(value, torch.dtype):
-        return IntValue(int(schema_dtype(value)))
-    raise ValueError(f"cannot serialize argument {value!r}")
+    out = scalar_value(value)  # the delegate's own mapping of a scalar argument
+    if out is None:
+        raise ValueError(f"cannot serialize argument {value!r}")
+    return out
 
 
 def _kernel(op, edge_target):
