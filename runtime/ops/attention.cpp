@@ -298,7 +298,8 @@ void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
   const bool has_scale = !g.is_null(a[3]);
   const double scale_arg = has_scale ? g.get_double(a[3]) : 0.0;
   require_float_same(g, {qkv, out});
-  if (heads < 1) g.fail("heads must be at least 1");
+  // Bounded so that 3 * heads (and the strides below) cannot overflow.
+  if (heads < 1 || heads > INT32_MAX) g.fail("heads must be in [1, 2^31 - 1], got " + std::to_string(heads));
   auto layout = [=](ComputeGraph& g) {
     const Tensor& t = g.tensor(qkv);
     if (t.dim() != 3 || t.sizes[2] % (3 * heads) != 0) {
