@@ -135,6 +135,16 @@ shared float partial[NS + 1][gl_WorkGroupSize.x];
 uint word_of(int j, int i) { return j == 0 ? w0_data[i] : j == 1 ? w1_data[i] : w2_data[i]; }
 float scale_of(int j, int i) { return j == 0 ? s0_data[i] : j == 1 ? s1_data[i] : s2_data[i]; }
 int zero_of(int j, int i) { return j == 0 ? z0_data[i] : j == 1 ? z1_data[i] : z2_data[i]; }
+// Output j's value n.
+void store_out(int j, int n, float v) {
+  if (j == 0) {
+    out0_data[n] = v;
+  } else if (j == 1) {
+    out1_data[n] = v;
+  } else {
+    out2_data[n] = v;
+  }
+}
 
 // x's PER values of word w and, with the norm, gamma's; sumsq += x^2.
 void load_x(int w, out float xv[PER], inout float sumsq) {
@@ -254,13 +264,7 @@ void main() {
       v = v / (1.0 + exp(-v)) * b;  // silu(a) * b
 #endif
       v += early_residual;
-      if (j == 0) {
-        out0_data[n] = v;
-      } else if (j == 1) {
-        out1_data[n] = v;
-      } else {
-        out2_data[n] = v;
-      }
+      store_out(j, n, v);
     }
   }
 #else
@@ -288,13 +292,7 @@ void main() {
       v = v / (1.0 + exp(-v)) * b;  // silu(a) * b
 #endif
       if (p.has_residual != 0) v += residual_data[n];
-      if (j == 0) {
-        out0_data[n] = v;
-      } else if (j == 1) {
-        out1_data[n] = v;
-      } else {
-        out2_data[n] = v;
-      }
+      store_out(j, n, v);
     }
   }
 #endif
