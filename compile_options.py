@@ -19,6 +19,10 @@ DEFAULTS: Dict[str, Any] = {
     # numbers; backends/gguf_repack.py), for its decode fusions and tensor-core prefill. False keeps
     # the GGUF block kernels.
     "gguf_repack": True,
+    # An attention layer's rope, cache writes and attention over the cache as one op
+    # (et_vk.vkd_sdpa_rope_kv: at decode the rope and the writes run inside the attention's kernel).
+    # False keeps the rope and the writes a dispatch of their own (et_vk.vkd_rope_kv_update), to compare.
+    "fuse_rope_attention": True,
 }
 
 

@@ -368,6 +368,13 @@ def _check_rope_kv_update(node: Node) -> Optional[str]:
     return None
 
 
+def _check_sdpa_rope_kv(node: Node) -> Optional[str]:
+    problem = _check_rope_kv_update(node)
+    if problem is None and fake_tensor(arg(node, "q")).shape[-1] > 256:
+        return "head dims above 256 are not supported"
+    return problem
+
+
 def _check_layer_norm(node: Node) -> Optional[str]:
     if not arg(node, "normalized_shape"):
         return "native_layer_norm needs a non-empty normalized_shape"
@@ -996,8 +1003,18 @@ _ENTRIES = [
             "[B, S, KVH, D] along dim 1 at input_pos [T] int32/int64, in place (mutable buffers that nothing else "
             "reads, which then live on the GPU inside the delegate); returns (rope(q), k_cache, v_cache). One "
             "dispatch; a position outside [0, S) is an error. backends/rope_fusion.py makes it from the two vkd_rope "
-            "and two index_put that feed et_vk.vkd_sdpa_kv_cache.",
+            "and two index_put that feed et_vk.vkd_sdpa_kv_cache when the compile option fuse_rope_attention is False "
+            "(by default they fuse with the attention into et_vk.vkd_sdpa_rope_kv).",
             dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_rope_kv_update, kind="transcendental",
+            updates_state=True, state_args=("k_cache", "v_cache")),
+    OpEntry("sdpa_rope_kv", (et_vk.vkd_sdpa_rope_kv.default,),
+            "et_vk.vkd_sdpa_rope_kv: one attention layer's step over its KV cache: vkd_rope_kv_update's rotary "
+            "embedding and cache writes (in place), then vkd_sdpa_kv_cache's attention over the updated caches; "
+            "returns (out [B, T, H, D], k_cache, v_cache). Up to 16 queries (decode) the rope and the writes run "
+            "inside the attention's split kernel (no dispatch of their own). Head dims up to 256, even; a position "
+            "outside [0, S) is an error. backends/rope_fusion.py makes it from the two vkd_rope and two index_put "
+            "that feed et_vk.vkd_sdpa_kv_cache.",
+            dtypes=FLOATS | {torch.int32, torch.int64}, check=_check_sdpa_rope_kv, kind="matmul",
             updates_state=True, state_args=("k_cache", "v_cache")),
     OpEntry("embedding", (aten.embedding.default,),
             "2-D weight; int32/int64 indices of any rank up to 7. A weight larger than one binding's "

@@ -14,12 +14,15 @@ and the cache writes feed the attention:
     v_new = index_put(v_cache, [None, input_pos], v)
     vkd_sdpa_kv_cache(vkd_rope(q, cos, sin), k_new, v_new, input_pos)
 
-four dispatches, each with its barrier, per layer and token. They become one,
-et_vk.vkd_rope_kv_update(q, k, v, cos, sin, k_cache, v_cache, input_pos) -> (rope(q), k_new,
-v_new), which writes the caches in place as index_put did (they stay delegate state). Only that
-exact pattern is fused: both ropes on one table, the caches mutable buffers read only by their
-update, one positions tensor for the writes and the attention, and nothing else reading rope(q),
-rope(k) or the updated caches.
+four dispatches, each with its barrier, per layer and token, and the attention's two. All of it
+becomes et_vk.vkd_sdpa_rope_kv(q, k, v, cos, sin, k_cache, v_cache, input_pos, scale) -> (out,
+k_new, v_new), which writes the caches in place as index_put did (they stay delegate state) and at
+decode ropes and writes inside the attention's split kernel: the attention's dispatches alone.
+The compile option fuse_rope_attention=False makes et_vk.vkd_rope_kv_update(q, k, v, cos, sin,
+k_cache, v_cache, input_pos) -> (rope(q), k_new, v_new) instead, a dispatch of its own before
+vkd_sdpa_kv_cache (to compare). Only that exact pattern is fused: both ropes on one table, the
+caches mutable buffers read only by their update, one positions tensor for the writes and the
+attention, and nothing else reading rope(q), rope(k) or the updated caches.
 """
 import operator
 from typing import Dict, Optional, Tuple
@@ -159,25 +162,32 @@ def fuse_rope_kv_update(program: ExportedProgram, options: Dict) -> None:
     signature = program.graph_signature
     mutated = set(signature.buffers_to_mutate.values())
     state = frozenset(name for name, target in signature.inputs_to_buffers.items() if target in mutated)
-    target = exir_ops.edge.et_vk.vkd_rope_kv_update.default
+    with_attention = options.get("fuse_rope_attention", True)
+    target = (exir_ops.edge.et_vk.vkd_sdpa_rope_kv.default if with_attention
+              else exir_ops.edge.et_vk.vkd_rope_kv_update.default)
     for node in list(graph.nodes):
         match = _rope_kv_match(node, state)
         if match is None:
             continue
         operands, q_rot, k_new, v_new = match
-        fused = insert_call(graph, target, operands, node)
+        kwargs = {}
+        if with_attention:
+            scale = node.args[4] if len(node.args) > 4 else node.kwargs.get("scale")
+            kwargs = {} if scale is None else {"scale": scale}
+        fused = insert_call(graph, target, operands, node, kwargs)
         entry, _ = REGISTRY.lookup(fused)
         if entry is None:  # shapes or dtypes the op does not take: leave the pattern as it is
             graph.erase_node(fused)
             continue
-        for index, replaced in enumerate((q_rot, k_new, v_new)):
+        # The fused op's outputs: (attention out or rope(q), k_new, v_new).
+        for index, replaced in enumerate((node if with_attention else q_rot, k_new, v_new)):
             with graph.inserting_before(node):
                 item = graph.call_function(operator.getitem, (fused, index))
             item.meta["val"] = fused.meta["val"][index]
             replaced.replace_all_uses_with(item)
-            if replaced is not q_rot:
+            if index > 0:
                 # The buffer's mutation is now this output (the graph's output node uses it already).
                 signature.replace_all_uses(replaced.name, item.name)
         k_rot = k_new.args[2]
-        for dead in (q_rot, k_new, v_new, k_rot):
+        for dead in ((node,) if with_attention else ()) + (q_rot, k_new, v_new, k_rot):
             graph.erase_node(dead)

@@ -1,8 +1,12 @@
 // dtypes: f32 f16
-// variant sdpa_kv_split: CHECKED=1 COMBINE=0
-// variant sdpa_kv_split_nocheck: CHECKED=0 COMBINE=0
-// variant sdpa_kv_split_combine: CHECKED=1 COMBINE=1
-// variant sdpa_kv_split_combine_nocheck: CHECKED=0 COMBINE=1
+// variant sdpa_kv_split: CHECKED=1 COMBINE=0 ROPE=0
+// variant sdpa_kv_split_nocheck: CHECKED=0 COMBINE=0 ROPE=0
+// variant sdpa_kv_split_combine: CHECKED=1 COMBINE=1 ROPE=0
+// variant sdpa_kv_split_combine_nocheck: CHECKED=0 COMBINE=1 ROPE=0
+// variant sdpa_kv_split_rope: CHECKED=1 COMBINE=0 ROPE=1
+// variant sdpa_kv_split_rope_nocheck: CHECKED=0 COMBINE=0 ROPE=1
+// variant sdpa_kv_split_combine_rope: CHECKED=1 COMBINE=1 ROPE=1
+// variant sdpa_kv_split_combine_rope_nocheck: CHECKED=0 COMBINE=1 ROPE=1
 // Attention over a KV cache for few queries (decode), split along the keys (flash decoding):
 // runtime/ops/attention.cpp's path for up to 16 queries. Workgroup (c, hb, b * T + t) takes keys
 // c * chunk .. c * chunk + chunk - 1 (those up to pos[t]) for the split_heads query heads
@@ -28,6 +32,16 @@
 // uniform branch: a resize may change the head dims).
 // Positions are int32 or int64, read as words (READ_INDEX in common.glslh). A position
 // outside [0, S) is a fault (fault.glslh); its rows get zeros (the reduce, or here chunk 0).
+// ROPE=1 (et_vk.vkd_sdpa_rope_kv: the rotary embedding and the cache writes of the step in this
+// dispatch, not one of their own before it): q, k and v are the projections' raw rows ([B, T, H,
+// E] and [B, T, KVH, E]), cos and sin [T, 1, E] (rotate-half). Each workgroup ropes its queries as it
+// loads them; a key or value at a position some query t' of this step writes (the last such t',
+// as index_put's writes in order) comes from row t' of k (roped) and v instead of the cache, and
+// the workgroup of query t' and the first head block of the KV head, whose chunk holds pos[t'],
+// writes them into the caches. No other workgroup reads or writes that cache row, so the
+// dispatch needs no barrier inside; the caches' bindings are writes, which orders the next
+// reader after it. Roped values are rounded to the storage type (T) before use, as the separate
+// rope kernel stored them.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -60,18 +74,37 @@ layout(set = 0, binding = 0) writeonly buffer Part { vec4 part4[]; };
 #endif
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q4 { T4 q4[]; };
-layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
-layout(set = 0, binding = 2) readonly buffer K4 { T4 k4[]; };
-layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
-layout(set = 0, binding = 3) readonly buffer V4 { T4 v4[]; };
+#if ROPE
+// The caches: the step's rows are written here (their bindings are writes for the barriers).
+#define CACHE_ACCESS
+#else
+#define CACHE_ACCESS readonly
+#endif
+layout(set = 0, binding = 2) CACHE_ACCESS buffer K { T k_data[]; };
+layout(set = 0, binding = 2) CACHE_ACCESS buffer K4 { T4 k4[]; };
+layout(set = 0, binding = 3) CACHE_ACCESS buffer V { T v_data[]; };
+layout(set = 0, binding = 3) CACHE_ACCESS buffer V4 { T4 v4[]; };
 layout(set = 0, binding = 4) readonly buffer Pos { int pos_data[]; };
 #if COMBINE
 layout(set = 0, binding = 5) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 5) writeonly buffer Out4 { T4 out4[]; };
 layout(set = 0, binding = 6) coherent buffer Counter { int counter[]; };
-#define FAULT_BINDING 7
+#define ROPE_BINDING 7
 #else
-#define FAULT_BINDING 5
+#define ROPE_BINDING 5
+#endif
+#if ROPE
+layout(set = 0, binding = ROPE_BINDING) readonly buffer KNew { T knew_data[]; };
+layout(set = 0, binding = ROPE_BINDING) readonly buffer KNew4 { T4 knew4[]; };
+layout(set = 0, binding = ROPE_BINDING + 1) readonly buffer VNew { T vnew_data[]; };
+layout(set = 0, binding = ROPE_BINDING + 1) readonly buffer VNew4 { T4 vnew4[]; };
+layout(set = 0, binding = ROPE_BINDING + 2) readonly buffer Cos { T cos_data[]; };
+layout(set = 0, binding = ROPE_BINDING + 2) readonly buffer Cos4 { T4 cos4[]; };
+layout(set = 0, binding = ROPE_BINDING + 3) readonly buffer Sin { T sin_data[]; };
+layout(set = 0, binding = ROPE_BINDING + 3) readonly buffer Sin4 { T4 sin4[]; };
+#define FAULT_BINDING (ROPE_BINDING + 4)
+#else
+#define FAULT_BINDING ROPE_BINDING
 #endif
 #include "fault.glslh"
 #include "sdpa_kv_params.glslh"
@@ -94,6 +127,64 @@ shared bool last_s;
 DEFINE_LOAD4(load4_q, q_data, q4)
 DEFINE_LOAD4(load4_k, k_data, k4)
 DEFINE_LOAD4(load4_v, v_data, v4)
+
+#if ROPE
+DEFINE_LOAD4(load4_vnew, vnew_data, vnew4)
+
+// The 4-vector e4 of the row of E elements at element `base`, roped with row `t` of cos and sin
+// (rotate-half: element d < E/2 takes x[d] cos[d] - x[d + E/2] sin[d], the others x[d] cos[d] +
+// x[d - E/2] sin[d]) and rounded to T. 4-vectors where a half is whole 4-vectors (p.vec4_loads
+// and E % 8 == 0), else element by element (zeros past the row's end).
+#define DEFINE_ROPE4(name, data, data4)                                                         \
+  vec4 name(int base, int e4, int t) {                                                          \
+    const int half_dim = p.E >> 1;                                                              \
+    if (p.vec4_loads != 0 && (half_dim & 3) == 0) {                                             \
+      const int h4 = half_dim >> 2;                                                             \
+      const bool first = e4 < h4;                                                               \
+      const vec4 x = vec4(data4[(base >> 2) + e4]);                                             \
+      const vec4 y = vec4(data4[(base >> 2) + (first ? e4 + h4 : e4 - h4)]);                    \
+      const int c = t * (p.E >> 2) + e4;                                                        \
+      return vec4(T4(x * vec4(cos4[c]) + (first ? -y : y) * vec4(sin4[c])));                    \
+    }                                                                                           \
+    vec4 r = vec4(0.0);                                                                         \
+    [[unroll]] for (int i = 0; i < 4; ++i) {                                                    \
+      const int d = e4 * 4 + i;                                                                 \
+      if (d < p.E) {                                                                            \
+        const float x = float(data[base + d]);                                                  \
+        const float y = d < half_dim ? -float(data[base + d + half_dim]) : float(data[base + d - half_dim]); \
+        r[i] = float(T(x * float(cos_data[t * p.E + d]) + y * float(sin_data[t * p.E + d])));   \
+      }                                                                                         \
+    }                                                                                           \
+    return r;                                                                                   \
+  }
+DEFINE_ROPE4(rope4_q, q_data, q4)
+DEFINE_ROPE4(rope4_k, knew_data, knew4)
+
+// Stores the 4-vector e4 of the cache row at element `base` (elements past the row's `len` left).
+#define DEFINE_STORE4(name, data, data4)                                                        \
+  void name(int base, int e4, int len, vec4 x) {                                                \
+    if (p.vec4_loads != 0) {                                                                    \
+      data4[(base >> 2) + e4] = T4(x);                                                          \
+    } else {                                                                                    \
+      [[unroll]] for (int i = 0; i < 4; ++i) if (e4 * 4 + i < len) data[base + e4 * 4 + i] = T(x[i]); \
+    }                                                                                           \
+  }
+DEFINE_STORE4(store4_k, k_data, k4)
+DEFINE_STORE4(store4_v, v_data, v4)
+
+// The query t' < T whose row this step writes at cache position `at` (the last of them), or -1;
+// `own` is query t's position (decode, T = 1: the only one).
+int new_row(int at, int t, int own) {
+  if (p.queries == 1) return at == own ? 0 : -1;
+  int found = -1;
+  for (int u = 0; u < p.queries; ++u) {
+    int lo, hi;
+    READ_INDEX(pos_data, u, p.index_words, lo, hi);
+    if (index_fits(lo, hi) && lo == at) found = u;
+  }
+  return found;
+}
+#endif
 
 #if COMBINE
 // The output 4-vector e4 of query row `row`: its live chunks' parts combined, COMBINE_STEP chunks'
@@ -173,10 +264,23 @@ void main() {
   const int lanes = WG / p.chunk;  // invocations per key
   const int j = tid / lanes, l = tid % lanes;
   const int key_row = ((b * p.cache_len + j0 + j) * p.kv_heads + kv) * p.E;
+#if ROPE
+  // The step's new rows: key j's (and, below, each value row's) query t' whose k and v it takes,
+  // or -1 (the cache). The writer of a new row: query t' itself, the first head block of its KV head.
+  const int key_src = j < count ? new_row(j0 + j, t, position) : -1;
+  const bool writer = h0 % p.group == 0;
+  const int new_base = b * p.queries;  // row (b, t') of k and v: (new_base + t') * KVH + kv
+#endif
   vec4 key[KEY_PER_INVOCATION];
   [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
     const int e4 = l + r * lanes;
     key[r] = vec4(0.0);
+#if ROPE
+    if (key_src >= 0 && e4 < E4) {
+      key[r] = rope4_k(((new_base + key_src) * p.kv_heads + kv) * p.E, e4, key_src);
+      continue;
+    }
+#endif
     if (j < count && e4 < E4) key[r] = load4_k(key_row, e4, p.E);  // a branch: no read past the position
   }
   vec4 value[VALUE_PER_INVOCATION];
@@ -184,6 +288,14 @@ void main() {
     const int i = tid + r * WG;
     const int jv = i / max(Ev4, 1);
     value[r] = vec4(0.0);
+#if ROPE
+    const int value_src = i < count * Ev4 ? new_row(j0 + jv, t, position) : -1;
+    if (value_src >= 0) {
+      value[r] = load4_vnew(((new_base + value_src) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
+      if (value_src == t && writer) store4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev, value[r]);
+      continue;
+    }
+#endif
     if (i < count * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
   }
   vec4 query[QUERY_VEC4S / WG];
@@ -191,8 +303,20 @@ void main() {
     const int i = tid + r * WG;
     const int g = i / max(E4, 1);
     query[r] = vec4(0.0);
+#if ROPE
+    if (i < hp * E4) query[r] = rope4_q((row0 + g) * p.E, i - g * E4, t) * p.scale;
+#else
     if (i < hp * E4) query[r] = load4_q((row0 + g) * p.E, i - g * E4, p.E) * p.scale;
+#endif
   }
+#if ROPE
+  if (key_src == t && writer) {
+    [[unroll]] for (int r = 0; r < KEY_PER_INVOCATION; ++r) {
+      const int e4 = l + r * lanes;
+      if (e4 < E4) store4_k(key_row, e4, p.E, key[r]);
+    }
+  }
+#endif
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) q_s[tid + r * WG] = query[r];
   barrier();
 

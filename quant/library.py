@@ -187,3 +187,24 @@ rope_kv_update = define(
     "vkd_rope_kv_update(Tensor q, Tensor k, Tensor v, Tensor cos, Tensor sin, Tensor k_cache, Tensor v_cache, "
     "Tensor input_pos) -> (Tensor, Tensor, Tensor)",
     _rope_kv_update_reference, _rope_kv_update_fake)
+
+
+def _sdpa_rope_kv_reference(q, k, v, cos, sin, k_cache, v_cache, input_pos, scale=None):
+    q_rot, k_new, v_new = _rope_kv_update_reference(q, k, v, cos, sin, k_cache, v_cache, input_pos)
+    return _sdpa_kv_cache_reference(q_rot, k_new, v_new, input_pos, scale), k_new, v_new
+
+
+def _sdpa_rope_kv_fake(q, k, v, cos, sin, k_cache, v_cache, input_pos, scale=None):
+    return _sdpa_kv_cache_fake(q, k_cache, v_cache, input_pos), torch.empty_like(k_cache), torch.empty_like(v_cache)
+
+
+# One attention layer's step over its KV cache: vkd_rope_kv_update, then vkd_sdpa_kv_cache over the
+# updated caches (same shapes and positions). Returns (attention out [B, T, H, D], k_cache with
+# rope(k) written at the positions, v_cache with v written there); the caches are written in place.
+# At decode the runtime ropes and writes the cache rows inside the attention's own kernel (no
+# dispatch of their own). backends/rope_fusion.py makes it from the two vkd_rope and two index_put
+# feeding vkd_sdpa_kv_cache.
+sdpa_rope_kv = define(
+    "vkd_sdpa_rope_kv(Tensor q, Tensor k, Tensor v, Tensor cos, Tensor sin, Tensor k_cache, Tensor v_cache, "
+    "Tensor input_pos, float? scale=None) -> (Tensor, Tensor, Tensor)",
+    _sdpa_rope_kv_reference, _sdpa_rope_kv_fake)

@@ -13,6 +13,7 @@ of a batch that failed, is lowered and run alone by its test, exactly as before
 batching, so a failure always names its own sample and its own error.
 """
 
+import copy
 import operator
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -47,7 +48,9 @@ class SampleBatch(torch.nn.Module):
 
 def output_count(module: torch.nn.Module, inputs) -> int:
     with torch.no_grad():
-        out = module(*inputs)
+        # A copy: a sample that writes its buffers (a KV cache) must be lowered from its first state,
+        # or its writes would already be there and a missing one would go unseen.
+        out = copy.deepcopy(module)(*inputs)
     return len(out) if isinstance(out, (tuple, list)) else 1
 
 

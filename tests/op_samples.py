@@ -12,7 +12,8 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv
+from vkdelegate.quant.library import (conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv,
+                                      sdpa_rope_kv)
 
 
 @dataclass(frozen=True)
@@ -1148,6 +1149,45 @@ def _rope_kv_update_samples() -> List[SampleCase]:
     ]
 
 
+class _RopeAttention(torch.nn.Module):
+    """vkd_sdpa_rope_kv over two cache buffers (state), then the caches read."""
+
+    def __init__(self, cache_shape):
+        super().__init__()
+        self.register_buffer("k_cache", torch.zeros(cache_shape))
+        self.register_buffer("v_cache", torch.zeros(cache_shape))
+        self.k_cache.copy_(_values(*cache_shape))  # earlier steps' rows, read by the attention
+        self.v_cache.copy_(_values(*cache_shape))
+
+    def forward(self, q, k, v, cos, sin, positions):
+        out, k_new, v_new = sdpa_rope_kv.default(q, k, v, cos, sin, self.k_cache, self.v_cache, positions)
+        self.k_cache.copy_(k_new)
+        self.v_cache.copy_(v_new)
+        return out, k_new * 2, v_new * 2
+
+
+@_seeded
+def _sdpa_rope_kv_samples() -> List[SampleCase]:
+    # Decode (T = 1) takes the split kernel's rope variant; up to 16 queries too (several new rows,
+    # some in the chunks of others' queries); above, the rope dispatch and the prefill kernel. Caches
+    # of 9 take chunks of 4 keys. Head dims: 8 (a half is two 4-vectors), 12 (4-vectors, halves of
+    # 6: the rope element by element), 6 (element by element throughout).
+    def case(name, heads, kv_heads, head_dim, cache_len, positions, batch=1):
+        length = len(positions)
+        return SampleCase(name, _RopeAttention((batch, cache_len, kv_heads, head_dim)),
+                          (_values(batch, length, heads, head_dim), _values(batch, length, kv_heads, head_dim),
+                           _values(batch, length, kv_heads, head_dim), _values(length, 1, head_dim),
+                           _values(length, 1, head_dim), positions))
+
+    return [
+        case("decode_gqa4_mid_chunk", 8, 2, 8, 9, torch.tensor([6])),
+        case("decode_d6_last_position_int32", 3, 1, 6, 5, torch.tensor([4], dtype=torch.int32)),
+        case("decode_d12_batch2_first_position", 4, 4, 12, 9, torch.tensor([0]), batch=2),
+        case("t3_gqa2", 4, 2, 8, 9, torch.tensor([2, 5, 8])),
+        case("prefill_t18", 2, 1, 8, 21, torch.arange(1, 19)),
+    ]
+
+
 @_seeded
 def _gather_samples() -> List[SampleCase]:
     return [
@@ -1611,6 +1651,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "index_put": _index_put_samples,
     "rope": _rope_samples,
     "rope_kv_update": _rope_kv_update_samples,
+    "sdpa_rope_kv": _sdpa_rope_kv_samples,
     "gather": _gather_samples,
     "index": _index_tensor_samples,
     "embedding": _embedding_samples,

@@ -162,7 +162,11 @@ class _LlamaAttention(torch.nn.Module):
         return self.attention(x, cos, sin, input_pos, mask)
 
 
-def test_fusion_fires_in_a_llama_layer_and_the_caches_stay_state(monkeypatch):
+@pytest.mark.parametrize("with_attention", [True, False])
+def test_fusion_fires_in_a_llama_layer_and_the_caches_stay_state(monkeypatch, with_attention):
+    """Default: rope, cache writes and attention in et_vk.vkd_sdpa_rope_kv (prefill: its rope dispatch and
+    the prefill kernel; decode: the split kernel's rope variant); fuse_rope_attention=False: the rope
+    and writes in et_vk.vkd_rope_kv_update before et_vk.vkd_sdpa_kv_cache."""
     from executorch.runtime import Runtime
 
     from vkdelegate.backends import vulkan_preprocess
@@ -181,13 +185,17 @@ def test_fusion_fires_in_a_llama_layer_and_the_caches_stay_state(monkeypatch):
     module = _LlamaAttention().eval()
     seq = torch.export.Dim("seq", min=1, max=module.cache_len)
     example = (torch.randn(1, 2, 32), torch.arange(2))
-    pte = lower(module, example, dynamic_shapes=({1: seq}, {0: seq})).to_executorch().buffer
+    options = None if with_attention else {"fuse_rope_attention": False}
+    pte = lower(module, example, options, dynamic_shapes=({1: seq}, {0: seq})).to_executorch().buffer
     (ops,) = chains
-    assert ops.count("et_vk.vkd_rope_kv_update.default") == 1 and ops.count("et_vk.vkd_sdpa_kv_cache.default") == 1
+    fused = ["et_vk.vkd_sdpa_rope_kv.default"]
+    separate = ["et_vk.vkd_rope_kv_update.default", "et_vk.vkd_sdpa_kv_cache.default"]
+    for name in fused + separate:
+        assert ops.count(name) == int(name in (fused if with_attention else separate))
     assert "aten.index_put.default" not in ops and "et_vk.vkd_rope.default" not in ops
     # Prefill then decode steps: the caches persist inside the delegate, as eager's buffers do.
     method = Runtime.get().load_program(pte).load_method("forward")
-    for length, start in ((4, 0), (1, 4), (1, 5)):
+    for length, start in ((4, 0), (1, 4), (1, 5), (3, 6)):
         args = (torch.randn(1, length, 32), torch.arange(start, start + length))
         (out,) = method.execute(list(args))
         with torch.no_grad():

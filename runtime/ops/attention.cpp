@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "op_utils.h"
+#include "kv_cache.h"     // add_rope_kv_node: et_vk.vkd_sdpa_rope_kv
 #include "shader_params.h"  // SdpaParams, SdpaStridedParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
@@ -409,11 +410,35 @@ SdpaKvCacheParams sdpa_kv_params(ComputeGraph& g, const SdpaKvArgs& x) {
   return p;
 }
 
+// What et_vk.vkd_sdpa_rope_kv's split kernel does itself: the rotary embedding of q (x.q: the raw
+// rows) and of the step's k, and the cache writes of k and v (x.k and x.v: the outputs aliasing
+// the caches). k and v [B, T, KVH, E], cos and sin [T, 1, E].
+struct SplitRope {
+  int k, v, cos, sin;
+};
+
+// The sizes the rotary embedding needs beside sdpa_kv_params' (E == Ev, even).
+void check_split_rope(ComputeGraph& g, const SdpaKvArgs& x, const SplitRope& r) {
+  const Sizes& qs = g.tensor(x.q).sizes;
+  const Sizes& ks = g.tensor(r.k).sizes;
+  const Sizes& cs = g.tensor(x.k).sizes;
+  const Sizes& ts = g.tensor(r.cos).sizes;
+  const bool fits = qs.size() == 4 && ks.size() == 4 && cs.size() == 4 && ts.size() == 3 &&
+                    g.tensor(r.v).sizes == ks && g.tensor(r.sin).sizes == ts && ks[0] == qs[0] && ks[1] == qs[1] &&
+                    ks[2] == cs[2] && ks[3] == qs[3] && g.tensor(x.v).sizes == cs && ts[0] == qs[1] && ts[1] == 1 &&
+                    ts[2] == qs[3] && qs[3] % 2 == 0;
+  if (!fits) {
+    g.fail("q " + sizes_str(qs) + " [B, T, H, D], k and v " + sizes_str(ks) + " [B, T, KVH, D], cos and sin " +
+           sizes_str(ts) + " [T, 1, D] and the caches " + sizes_str(cs) + " [B, S, KVH, D] do not fit (D even)");
+  }
+}
+
 // T <= kSplitMaxQueries: sdpa_kv_split.glsl then sdpa_kv_reduce.glsl (the default), or
 // (one_pass) the split kernel's variant whose last chunk combines the others through a counter per
-// (b, t, group of heads); the chunk from the fixed cache and head sizes.
+// (b, t, group of heads); the chunk from the fixed cache and head sizes. With `rope`, the kernel's
+// variant that ropes q and k and writes the step's cache rows.
 void add_sdpa_kv_split(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCacheParams& planned, int64_t split_queries,
-                       bool one_pass) {
+                       bool one_pass, std::optional<SplitRope> rope = std::nullopt) {
   const int64_t wg = kSplitLocal[0];
   const int64_t E4 = ceil_div(planned.E, 4), Ev4 = ceil_div(planned.Ev, 4);
   auto chunk_fits = [wg, E4, Ev4](int64_t chunk) {
@@ -444,6 +469,7 @@ void add_sdpa_kv_split(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCachePa
   const int part = g.add_scratch_tensor(DType::Float32, {part_max});
   auto update = [=](ComputeGraph& g, Node& node, bool reduce) {
     SdpaKvCacheParams p = sdpa_kv_params(g, x);
+    if (rope) check_split_rope(g, x, *rope);
     const int64_t B = p.batch, T = p.queries, H = p.heads;
     const bool split = T <= kSplitMaxQueries;
     // The chunk, from the upper bounds, holds for smaller sizes; so does the part's upper bound.
@@ -471,7 +497,8 @@ void add_sdpa_kv_split(ComputeGraph& g, const SdpaKvArgs& x, const SdpaKvCachePa
     split_tensors.push_back(
         g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, planned.batch * split_queries * planned.heads)}));
   }
-  const std::string base = one_pass ? "sdpa_kv_split_combine" : "sdpa_kv_split";
+  if (rope) split_tensors.insert(split_tensors.end(), {rope->k, rope->v, rope->cos, rope->sin});
+  const std::string base = std::string(one_pass ? "sdpa_kv_split_combine" : "sdpa_kv_split") + (rope ? "_rope" : "");
   const std::string split_shader = with_fault_slot(g, split_tensors, base, base + "_nocheck");
   g.add_node(g.current_op(), variant(g, split_shader, x.q), kSplitLocal, split_tensors,
              [update](ComputeGraph& g, Node& node) { update(g, node, false); });
@@ -523,6 +550,41 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
   add_sdpa_kv_split(g, x, planned, split_queries, g.settings().sdpa_kv_one_pass);
   if (max_queries > kSplitMaxQueries) add_sdpa_kv_many(g, x, planned);
+}
+
+// et_vk.vkd_sdpa_rope_kv(q, k, v, cos, sin, k_cache, v_cache, input_pos, scale=None) -> (out, k_cache,
+// v_cache): the rotary embedding of q and k, the cache writes of rope(k) and v at input_pos (in
+// place: the caches are state) and the attention of vkd_sdpa_kv_cache over the updated caches
+// (backends/rope_fusion.py). Up to kSplitMaxQueries queries (decode) it is the split kernel's rope
+// variant and the reduce: no dispatch of its own for the rope and the writes, so a decode step's
+// attention layer waits on two dispatches after the q/k/v projection, not three. Prefill: the
+// rope + cache-write dispatch (glsl/rope_kv_update.glsl, rope(q) into a scratch tensor), then the
+// prefill attention kernel.
+void add_sdpa_rope_kv(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 12) g.fail("expected 9 arguments and 3 outputs");
+  const int q = a[0], k = a[1], v = a[2], cos = a[3], sin = a[4], k_cache = a[5], v_cache = a[6], pos = a[7];
+  const int out = a[9], k_out = a[10], v_out = a[11];
+  const bool has_scale = !g.is_null(a[8]);
+  require_float_same(g, {q, k, v, cos, sin, k_cache, v_cache, out, k_out, v_out});
+  const DType pos_type = g.tensor(pos).dtype;
+  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
+    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
+  }
+  g.alias_state(k_out, k_cache);
+  g.alias_state(v_out, v_cache);
+  const SdpaKvArgs x{q, k_out, v_out, pos, out, has_scale, has_scale ? g.get_double(a[8]) : 0.0};
+  const SplitRope rope{k, v, cos, sin};
+  const SdpaKvCacheParams planned = sdpa_kv_params(g, x);  // at the upper bounds
+  check_split_rope(g, x, rope);
+  const int64_t max_queries = g.tensor(q).max_sizes[1];
+  add_sdpa_kv_split(g, x, planned, std::min(max_queries, kSplitMaxQueries), g.settings().sdpa_kv_one_pass, rope);
+  if (max_queries <= kSplitMaxQueries) return;
+  // Prefill: rope(q) lives from the rope dispatch to the attention's, in the scratch storage (which
+  // the split's partial results take only when this path does not run).
+  const int q_rot = g.add_scratch_tensor(g.tensor(q).dtype, g.tensor(q).max_sizes);
+  add_rope_kv_node(g, {q, k, v, cos, sin, k_cache, v_cache, pos, q_rot, k_out, v_out},
+                   [](int64_t queries) { return queries > kSplitMaxQueries; });
+  add_sdpa_kv_many(g, SdpaKvArgs{q_rot, k_out, v_out, pos, out, x.has_scale, x.scale}, planned);
 }
 
 // rms_norm(input, normalized_shape, weight=None, eps=None)
@@ -596,6 +658,7 @@ VKD_REGISTER_OPS(register_attention_ops) {
   register_op("aten.scaled_dot_product_attention.default", add_sdpa);
   register_op("et_vk.vkd_sdpa_qkv.default", add_sdpa_qkv);
   register_op("et_vk.vkd_sdpa_kv_cache.default", add_sdpa_kv_cache);
+  register_op("et_vk.vkd_sdpa_rope_kv.default", add_sdpa_rope_kv);
   register_op("aten.rms_norm.default", add_rms_norm);
 }
 

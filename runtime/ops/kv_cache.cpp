@@ -1,6 +1,7 @@
 // State updated in place: index_put into a state tensor (a KV cache that the
 // delegate owns, schema.fbs Tensor.state). The positions are data (an index
 // tensor), never a size, so a decode step changes no size and replays.
+#include "kv_cache.h"
 #include "op_utils.h"
 #include "shader_params.h"  // IndexPutParams, RopeKvUpdateParams: glsl/index_put.glsl, glsl/rope_kv_update.glsl
 
@@ -62,21 +63,29 @@ void add_index_put(ComputeGraph& g, const OpArgs& a) {
 }
 
 // et_vk.vkd_rope_kv_update(q, k, v, cos, sin, k_cache, v_cache, input_pos) -> (rope(q), k_cache, v_cache):
-// q [B, T, H, D], k and v [B, T, KVH, D], cos and sin [T, 1, D], caches [B, S, KVH, D] (state,
-// written in place at rows input_pos[t] of dim 1), input_pos [T] int32/int64. One dispatch
-// (glsl/rope_kv_update.glsl). Binding the outputs that alias the caches declares the caches
-// written, so the attention that reads them next waits for this dispatch.
+// one dispatch of add_rope_kv_node. Programs export it no longer (backends/rope_fusion.py makes
+// et_vk.vkd_sdpa_rope_kv, which takes the attention too); those exported before still load.
 void add_rope_kv_update(ComputeGraph& g, const OpArgs& a) {
   if (a.size() != 11) g.fail("expected 8 arguments and 3 outputs");
-  const int q = a[0], k = a[1], v = a[2], cos = a[3], sin = a[4], k_cache = a[5], v_cache = a[6], pos = a[7];
-  const int q_out = a[8], k_out = a[9], v_out = a[10];
+  add_rope_kv_node(g, {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]});
+}
+
+}  // namespace
+
+// Binding the outputs that alias the caches declares the caches written, so the attention that
+// reads them next waits for this dispatch.
+void add_rope_kv_node(ComputeGraph& g, const RopeKvTensors& x, std::function<bool(int64_t)> active) {
+  const int q = x.q, k = x.k, v = x.v, cos = x.cos, sin = x.sin, k_cache = x.k_cache, v_cache = x.v_cache;
+  const int pos = x.pos, q_out = x.q_out, k_out = x.k_out, v_out = x.v_out;
   require_float_same(g, {q, k, v, cos, sin, k_cache, v_cache, q_out, k_out, v_out});
   const DType pos_type = g.tensor(pos).dtype;
   if (pos_type != DType::Int32 && pos_type != DType::Int64) {
     g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
   }
-  g.alias_state(k_out, k_cache);
-  g.alias_state(v_out, v_cache);
+  for (const auto& [out, cache] : {std::pair{k_out, k_cache}, std::pair{v_out, v_cache}}) {
+    const Tensor& t = g.tensor(out);
+    if (!(t.is_view && t.view_of == cache)) g.alias_state(out, cache);  // (an attention op's may be already)
+  }
   std::vector<int> tensors{q_out, k_out, v_out, q, k, v, cos, sin, pos};
   const std::string shader = with_fault_slot(g, tensors, "rope_kv_update", "rope_kv_update_nocheck");
   g.add_node(g.current_op(), variant(g, shader, q), kLocal1D, tensors, [=](ComputeGraph& g, Node& node) {
@@ -108,11 +117,13 @@ void add_rope_kv_update(ComputeGraph& g, const OpArgs& a) {
     p.cache_len = static_cast<int32_t>(cs[1]);
     p.index_words = index_words(g.tensor(pos));
     node.set_params(p);
-    node.set_groups_1d(pairs, kLocal1D[0]);
+    if (active && !active(qs[1])) {
+      node.groups = {0, 0, 0};
+    } else {
+      node.set_groups_1d(pairs, kLocal1D[0]);
+    }
   });
 }
-
-}  // namespace
 
 VKD_REGISTER_OPS(register_kv_cache_ops) {
   register_op("aten.index_put.default", add_index_put);
