@@ -1,7 +1,8 @@
 """Attention over the KV cache in profiled decode steps: reads sweep_llm.sh's JSON files (PROFILE=1) and
 prints, per file, the decode step, the profiled position and the mean GPU time per layer of each
-dispatch of et_vk.vkd_sdpa_kv_cache (in recorded order: the split, the reduce, the prefill kernel's
-zero-group node), with a barrier after every dispatch as the runner's --profile times them.
+dispatch of et_vk.vkd_sdpa_rope_kv or vkd_sdpa_kv_cache (in recorded order: the split, the reduce, the
+prefill kernels' zero-group nodes; before them vkd_rope_kv_update's dispatch where the program has it),
+with a barrier after every dispatch as the runner's --profile times them.
 
     python3 benchmarks/attention_profile.py OUT/sweep_*.json
 """
@@ -10,11 +11,11 @@ import sys
 from collections import defaultdict
 
 
-def attention_nodes(dispatches):
+def attention_nodes(dispatches, names=("sdpa_kv_cache", "sdpa_rope_kv")):
     """The mean us of each node of the op over its calls (layers), and the number of calls."""
     per_call = defaultdict(list)
     for d in dispatches:
-        if "sdpa_kv_cache" in d["op"]:
+        if any(name in d["op"] for name in names):
             per_call[d["op"]].append(d["us"])
     calls = list(per_call.values())
     if not calls:
@@ -33,6 +34,9 @@ def main(paths):
             print(f"{path}: no profiled decode step")
             continue
         means, calls = attention_nodes(r["decode_dispatches"])
+        # Programs exported with fuse_rope_attention=False: the rope + cache-write dispatch before it.
+        rope, _ = attention_nodes(r["decode_dispatches"], ("rope_kv_update",))
+        means = rope[:1] + means
         position = r.get("prompt_tokens", 0)
         nodes = " + ".join(f"{m:.1f}" for m in means)
         name = path.rsplit("/", 1)[-1].removeprefix("sweep_").removesuffix(".json")

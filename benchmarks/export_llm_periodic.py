@@ -11,6 +11,7 @@ Q4_0 blocks by the `gguf` package into a .gguf file (llama.cpp's names, norms F3
 loader reads back (vkdelegate.quant.gguf_loader) as a user's .gguf would be read.
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -54,6 +55,9 @@ def main():
     ap.add_argument("--max-seq-len", type=int, default=1024)
     ap.add_argument("--layers", type=int, help="fewer layers than the config (same widths)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=JSON",
+                    help="a VulkanPartitioner compile option (fuse_rope_attention=false: the rope and cache "
+                         "writes a dispatch of their own, to compare)")
     args = ap.parse_args()
     if args.layers:
         llm.CONFIGS[args.config] = dict(llm.CONFIGS[args.config], layers=args.layers)
@@ -62,7 +66,8 @@ def main():
     if args.quant == "q4_0":
         gguf_q4_0(model, os.path.splitext(args.out)[0] + ".gguf")
         print(f"wrote {os.path.splitext(args.out)[0]}.gguf in {time.perf_counter() - t0:.1f} s")
-    program = llm.export_llm(model, "none" if args.quant == "q4_0" else args.quant)
+    options = {key: json.loads(value) for key, value in (item.split("=", 1) for item in args.option)}
+    program = llm.export_llm(model, "none" if args.quant == "q4_0" else args.quant, options=options)
     with open(args.out, "wb") as f:
         program.write_to_file(f)
     print(f"wrote {args.out} ({len(program.buffer) / 2**20:.1f} MiB) in {time.perf_counter() - t0:.1f} s")

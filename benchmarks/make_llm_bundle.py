@@ -38,6 +38,8 @@ def main():
                     help="prompt lengths: decode runs at context prompt+1 onwards; the last is profiled")
     ap.add_argument("--steps", type=int, default=64, help="decode steps per generation")
     ap.add_argument("--runs", type=int, default=3, help="timed generations per prompt")
+    ap.add_argument("--extra-pte", nargs="*", default=[],
+                    help="more programs of the same model (another export option), for sweep_llm.sh's PTE=FILE")
     ap.add_argument("--out", default=os.path.join(HERE, "bundle_decode"))
     args = ap.parse_args()
 
@@ -53,7 +55,8 @@ def main():
     shutil.copy2(os.path.join(ROOT, "examples", "models", "llama.py"), os.path.join(args.out, "models"))
     open(os.path.join(args.out, "models", "__init__.py"), "w").close()
     pte = os.path.basename(args.pte)
-    shutil.copy2(args.pte, os.path.join(args.out, pte))
+    for path in [args.pte] + args.extra_pte:
+        shutil.copy2(path, os.path.join(args.out, os.path.basename(path)))
     shape = dict(llm.CONFIGS[args.config])
     if args.layers:
         shape["layers"] = args.layers

@@ -4,7 +4,8 @@
 # Per prompt length (default 512): prefill of PROMPT_TOKENS then 32 decode steps, 2 generations after 1
 # warm-up, once per setting ("default" first); prints prefill ms and decode tok/s of each.
 # SWEEP="label:ENV=V+ENV=V ..." replaces the built-in list; RUNNER=FILE in a label's list runs another
-# runner binary (one the bundle carries: the same kernels before a change, say). PROFILE=1 adds the
+# runner binary (one the bundle carries: the same kernels before a change, say), PTE=FILE another program
+# (make_llm_bundle.py --extra-pte: the same model exported another way). PROFILE=1 adds the
 # runner's --profile (one profiled decode step after the timed ones, a barrier after every dispatch;
 # attention_profile.py reads the JSON files). Writes OUT/sweep_LABEL_PROMPT.{json,txt}.
 set -uo pipefail
@@ -20,14 +21,16 @@ profile=()
 [ "${PROFILE:-0}" = 1 ] && profile=(--profile)
 for tokens in "${prompts[@]}"; do
   for item in $SWEEP; do
-    label=${item%%:*} spec=${item#*:} envs=() runner=./vkdelegate_runner
+    label=${item%%:*} spec=${item#*:} envs=() runner=./vkdelegate_runner model=$pte
     [ "$spec" != "-" ] && IFS=+ read -ra envs <<< "$spec"
     settings=()
     for e in "${envs[@]}"; do
-      if [[ $e == RUNNER=* ]]; then runner=./${e#RUNNER=}; else settings+=("$e"); fi
+      if [[ $e == RUNNER=* ]]; then runner=./${e#RUNNER=}
+      elif [[ $e == PTE=* ]]; then model=${e#PTE=}
+      else settings+=("$e"); fi
     done
     name="${label}_${tokens}"
-    if env "${settings[@]}" "$runner" --model "$pte" --prompt-tokens "$tokens" --generate 32 --warmup 1 --iters 2 \
+    if env "${settings[@]}" "$runner" --model "$model" --prompt-tokens "$tokens" --generate 32 --warmup 1 --iters 2 \
         "${profile[@]}" --json "$out/sweep_$name.json" > "$out/sweep_$name.txt" 2>&1; then
       echo "$name: $(grep -E '^(prefill|decode):' "$out/sweep_$name.txt" | tr '\n' ' ')"
     else

@@ -75,8 +75,10 @@ def metadata(model: Llama, bos_id: int, eos_ids: Sequence[int]) -> Dict[str, obj
     }
 
 
-def export_llm(model: Llama, quant: str = "none", bos_id: int = 1, eos_ids: Sequence[int] = (2,)):
-    """The lowered program (ExecutorchProgramManager) of a Llama built with kv_cache=True."""
+def export_llm(model: Llama, quant: str = "none", bos_id: int = 1, eos_ids: Sequence[int] = (2,),
+               options: Optional[Dict] = None):
+    """The lowered program (ExecutorchProgramManager) of a Llama built with kv_cache=True; `options`:
+    VulkanPartitioner's compile options over the quantization's own."""
     if not model.kv_cache:
         raise ValueError("export_llm needs a Llama built with kv_cache=True")
     model = quantize(model, quant)
@@ -87,7 +89,7 @@ def export_llm(model: Llama, quant: str = "none", bos_id: int = 1, eos_ids: Sequ
         ep = torch.export.export(model, example, dynamic_shapes=({1: seq}, {0: seq}))
     from executorch.exir import to_edge_transform_and_lower
 
-    options = {"force_fp16": True} if quant == "fp16" else {}
+    options = {**({"force_fp16": True} if quant == "fp16" else {}), **(options or {})}
     lowered = to_edge_transform_and_lower(
         ep, partitioner=[VulkanPartitioner(options)], constant_methods=metadata(model, bos_id, eos_ids)
     )
