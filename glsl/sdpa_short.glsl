@@ -11,6 +11,7 @@
 // The host's kShortAttention mirrors MAX_ROWS, MAX_KEYS, MAX_E and THREADS.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
@@ -20,6 +21,8 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define MAX_E 256
 #define MAX_LANES (THREADS / MAX_ROWS)  // invocations per row for its max and sum
 #define KEYS_PER_INVOCATION (MAX_KEYS / THREADS)
+#define KEY_STEP 16   // elements of a key row in flight per invocation (the scores)
+#define VALUE_STEP 8  // keys' values in flight per invocation (the output; even)
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
@@ -65,17 +68,21 @@ void main() {
   const int rows_here = min(R, rows_total - r0);
   const int keys_end = row_last[rows_here - 1] + 1;
 
-  // Scores, an invocation per key: key j's row is read once for the block's rows.
+  // Scores, an invocation per key: key j's row is read once for the block's rows, KEY_STEP
+  // elements of it loaded together (one round trip each, not one per element).
   for (int a = 0; a < KEYS_PER_INVOCATION; ++a) {
     const int j = tid + a * THREADS;
     if (j >= keys_end) break;
     float s[MAX_ROWS];
     for (int rr = 0; rr < MAX_ROWS; ++rr) s[rr] = 0.0;
     const int k_row = k_base + j * p.k_strides.z;
-    for (int e = 0; e < E; ++e) {
-      const float kk = float(k_data[k_row + e]);
-      for (int rr = 0; rr < MAX_ROWS; ++rr) {
-        if (rr < R) s[rr] += q_s[rr * E + e] * kk;
+    for (int e0 = 0; e0 < E; e0 += KEY_STEP) {
+      float kk[KEY_STEP];
+      [[unroll]] for (int i = 0; i < KEY_STEP; ++i) kk[i] = e0 + i < E ? float(k_data[k_row + e0 + i]) : 0.0;
+      [[unroll]] for (int i = 0; i < KEY_STEP; ++i) {
+        if (e0 + i < E) {
+          [[unroll]] for (int rr = 0; rr < MAX_ROWS; ++rr) s[rr] += q_s[rr * E + e0 + i] * kk[i];
+        }
       }
     }
     for (int rr = 0; rr < MAX_ROWS; ++rr) {
@@ -121,11 +128,16 @@ void main() {
     if (l > 0.0) {
       const int last = row_last[rr];
       int j = slice;
-      for (; j + slices <= last; j += 2 * slices) {
-        acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
-        acc1 += prob_s[rr * MAX_KEYS + j + slices] * float(v_data[v_base + (j + slices) * p.v_strides.z + d]);
+      // VALUE_STEP keys' values loaded together (one round trip per step, not one per key).
+      for (; j + (VALUE_STEP - 1) * slices <= last; j += VALUE_STEP * slices) {
+        float vv[VALUE_STEP];
+        [[unroll]] for (int u = 0; u < VALUE_STEP; ++u) vv[u] = float(v_data[v_base + (j + u * slices) * p.v_strides.z + d]);
+        [[unroll]] for (int u = 0; u < VALUE_STEP; u += 2) {
+          acc0 += prob_s[rr * MAX_KEYS + j + u * slices] * vv[u];
+          acc1 += prob_s[rr * MAX_KEYS + j + (u + 1) * slices] * vv[u + 1];
+        }
       }
-      if (j <= last) acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
+      for (; j <= last; j += slices) acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
     }
     if (slices > 1) {
       partial_s[tid] = acc0 + acc1;

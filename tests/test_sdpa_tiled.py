@@ -142,7 +142,8 @@ def test_default_choice_by_workgroups(lead, heads, L, shader):
 SHORT_CASES = [
     # (lead dims, heads, kv heads, L, S, E, Ev, causal): odd L and S, causal with L != S both ways, grouped
     # heads, E != Ev, ranks 2 to 5 (ViT-tiny's shape: test_default_choice_by_workgroups); blocks of 4, 2 and 1 query rows (by the grid: 128 workgroups), the
-    # output's keys split between invocations (R * Ev below 128), E = 256, S at the bound.
+    # output's keys split between invocations (R * Ev below 128) or two outputs an invocation (above), E = 256,
+    # S at the bound.
     pytest.param((1,), 16, 16, 17, 17, 16, 16, True, id="rows2_causal"),
     pytest.param((4,), 8, 8, 21, 21, 16, 16, True, id="rows4_causal"),
     pytest.param((2,), 2, 2, 9, 13, 24, 40, False, id="rows1_keys_split_e24_ev40"),
@@ -153,6 +154,8 @@ SHORT_CASES = [
     pytest.param((), 5, 5, 17, 9, 12, 7, False, id="rank3"),
     pytest.param((2, 3), 2, 1, 6, 11, 16, 16, True, id="rank5_gqa"),
     pytest.param((1,), 1, 1, 3, 5, 256, 256, False, id="head_dim_256"),
+    # Blocks of 4 rows of Ev 64: each invocation's two outputs (o, o + 128) in rows with other last keys.
+    pytest.param((1,), 4, 4, 129, 129, 64, 64, True, id="rows4_causal_output_pairs"),
     pytest.param((1,), 1, 1, 4, SHORT_MAX_KEYS, 8, 8, False, id="keys_at_the_bound"),
 ]
 
