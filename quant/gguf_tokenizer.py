@@ -114,9 +114,27 @@ def write_tokenizer_files(gguf_file, directory) -> str:
         "add_eos_token": bool(_field(reader, "tokenizer.ggml.add_eos_token", False, required=False)),
         "chat_template": chat_template(reader),
     }
+    turn = chat_turn(config["chat_template"]) if config["chat_template"] else None
+    if turn is not None:
+        config["vkdelegate_chat_turn"] = turn
     with open(os.path.join(str(directory), "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=1, ensure_ascii=False)
     return path
+
+
+def chat_turn(template: str):
+    """{"prefix", "suffix"}: the text around one user message when `template` renders it with the
+    assistant's generation prompt, for runners without a template engine (vkdelegate_runner --chat);
+    None where the message does not come out once and unchanged (a template that edits it)."""
+    marker = "\x00vkdelegate-message\x00"
+    try:
+        text = apply_chat_template(template, [{"role": "user", "content": marker}])
+    except Exception:  # a template that needs more than messages (jinja2's errors, a raise_exception)
+        return None
+    if text.count(marker) != 1:
+        return None
+    prefix, suffix = text.split(marker)
+    return {"prefix": prefix, "suffix": suffix}
 
 
 def apply_chat_template(template: str, messages, add_generation_prompt: bool = True, **extra) -> str:

@@ -130,6 +130,47 @@ def test_add_bos_token_false_beside_the_tokenizer(tokenizer_json, program, tmp_p
     assert b"no BOS" in r.stdout
 
 
+# A ChatML template, as SmolLM2's GGUF file carries (quant/gguf_tokenizer.py writes the turn it renders).
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+          "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+@needs_tokenizer
+def test_chat_wraps_the_prompt_in_the_chat_turn(tokenizer_json, program, tmp_path):
+    from vkdelegate.quant.gguf_tokenizer import apply_chat_template, chat_turn
+
+    path, tokenizer = tokenizer_json
+    pte, _, _ = program
+    turn = chat_turn(CHATML)
+    text = "Hi"  # short: the template adds ~30 byte-level tokens, the cache holds 48
+    templated = apply_chat_template(CHATML, [{"role": "user", "content": text}])
+    assert turn["prefix"] + text + turn["suffix"] == templated == (
+        "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n")
+    (tmp_path / "tokenizer.json").write_bytes(open(path, "rb").read())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML,
+                                                                "vkdelegate_chat_turn": turn}))
+    report = tmp_path / "gen.json"
+    r = run("--model", pte, "--tokenizer", tmp_path, "--prompt", text, "--chat", "--generate", 1, "--warmup", 0,
+            "--json", report)
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(report.read_text())["prompt"] == [BOS] + tokenizer.encode(templated).ids
+    # Without the turn beside the tokenizer (a config of other tools), --chat says what to do.
+    r = run("--model", pte, "--tokenizer", path, "--prompt", text, "--chat", "--generate", 1)
+    assert r.returncode == 1 and b"no vkdelegate_chat_turn" in r.stderr
+    r = run("--model", pte, "--prompt-tokens", 3, "--chat", "--generate", 1)
+    assert r.returncode == 2 and b"--chat wraps --prompt" in r.stderr
+
+
+def test_chat_turn_of_templates_that_edit_the_message():
+    """None where the message does not come out once, unchanged: the runner then refuses --chat."""
+    from vkdelegate.quant.gguf_tokenizer import chat_turn
+
+    assert chat_turn("{{ messages[0]['content'] | upper }}") is None
+    assert chat_turn("{{ messages[0]['content'] }}{{ messages[0]['content'] }}") is None
+    assert chat_turn("{{ raise_exception('no system turn') }}") is None
+    assert chat_turn("[{{ messages[0]['content'] }}]") == {"prefix": "[", "suffix": "]"}
+
+
 @needs_tokenizer
 def test_bad_tokenizer_and_too_long_prompt_are_clear_errors(tokenizer_json, program, tmp_path):
     path, _ = tokenizer_json

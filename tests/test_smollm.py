@@ -76,6 +76,9 @@ def test_tokenizer_round_trips_and_special_tokens(smollm, tokenizer):
     prompt = apply_chat_template(config["chat_template"], [{"role": "user", "content": "Hi"}])
     assert prompt == ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
                       "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    # The same turn for vkdelegate_runner --chat, which has no template engine.
+    turn = config["vkdelegate_chat_turn"]
+    assert turn["prefix"] + "Hi" + turn["suffix"] == prompt
 
 
 def test_tokenizer_loads_in_pytorch_tokenizers(smollm, tokenizer):

@@ -85,6 +85,7 @@ struct Options {
   std::string tokenizer;           // --tokenizer tokenizer.json (or its directory)
   std::string prompt_text;         // --prompt "text" (encoded with --tokenizer)
   bool prompt_text_given = false;
+  bool chat = false;               // --chat: the text as one user turn of the model's chat format
   bool submit_probe = false;       // --submit-probe: what a submit and its wait cost, no program
 };
 
@@ -105,7 +106,7 @@ void usage() {
                "                         [--gpu-runs N] [--flush-l2 MIB]\n"
                "       vkdelegate_runner --model LLM.pte --prompt-tokens N|--prompt-ids 1,2,3 --generate M\n"
                "                         [--warmup N] [--profile] [--json FILE]\n"
-               "       vkdelegate_runner --model LLM.pte --tokenizer tokenizer.json --prompt TEXT --generate M\n"
+               "       vkdelegate_runner --model LLM.pte --tokenizer tokenizer.json --prompt TEXT [--chat] --generate M\n"
                "                         [--warmup N] [--profile] [--json FILE]%s\n"
                "       vkdelegate_runner --blob FILE|DIR [--blob ...] [--iters N] [--warmup N]\n"
                "       vkdelegate_runner --submit-probe [--iters N]\n",
@@ -186,6 +187,8 @@ bool parse(int argc, char** argv, Options& o) {
       const char* v = next("--tokenizer"); if (!v) return false; o.tokenizer = v;
     } else if (a == "--prompt") {
       const char* v = next("--prompt"); if (!v) return false; o.prompt_text = v; o.prompt_text_given = true;
+    } else if (a == "--chat") {
+      o.chat = true;
     } else if (a == "--submit-probe") {
       o.submit_probe = true;
     } else if (a == "-h" || a == "--help") {
@@ -204,6 +207,10 @@ bool parse(int argc, char** argv, Options& o) {
 #endif
   if (o.prompt_text_given != !o.tokenizer.empty()) {
     std::fprintf(stderr, "--prompt TEXT and --tokenizer FILE go together\n");
+    return false;
+  }
+  if (o.chat && !o.prompt_text_given) {
+    std::fprintf(stderr, "--chat wraps --prompt TEXT (with --tokenizer) as a user turn: give them\n");
     return false;
   }
   if (o.generate >= 0 && (!o.prompt_ids.empty()) + (o.prompt_tokens != 0) + o.prompt_text_given != 1) {
@@ -487,6 +494,10 @@ struct TextTokenizer {
   tokenizers::HFTokenizer tokenizer;
 #endif
   bool add_bos = true;  // tokenizer_config.json's add_bos_token, where it says
+  // tokenizer_config.json's vkdelegate_chat_turn (examples/llm.py export --gguf writes it: the chat
+  // template rendered around one user turn, quant/gguf_tokenizer.py's chat_turn), where it has one.
+  bool has_chat_turn = false;
+  std::string chat_prefix, chat_suffix;
 };
 
 // Loads --tokenizer (a tokenizer.json, or a directory with one); false, with a message, where
@@ -522,6 +533,13 @@ bool load_tokenizer(const std::string& path, TextTokenizer& t) {
       return false;
     }
     if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) t.add_bos = j["add_bos_token"].get<bool>();
+    const auto turn = j.find("vkdelegate_chat_turn");
+    if (turn != j.end() && turn->is_object() && turn->contains("prefix") && turn->contains("suffix") &&
+        (*turn)["prefix"].is_string() && (*turn)["suffix"].is_string()) {
+      t.has_chat_turn = true;
+      t.chat_prefix = (*turn)["prefix"].get<std::string>();
+      t.chat_suffix = (*turn)["suffix"].get<std::string>();
+    }
   }
   return true;
 #else
@@ -566,7 +584,17 @@ int run_generate(const Options& opt, vkd::Context& ctx, et::Program& program, et
   if (opt.prompt_text_given) {
     if (!load_tokenizer(opt.tokenizer, text)) return 1;
 #ifdef VKD_RUNNER_HAS_TOKENIZER
-    auto encoded = text.tokenizer.encode(opt.prompt_text, 0, 0);
+    std::string prompt_text = opt.prompt_text;
+    if (opt.chat) {
+      if (!text.has_chat_turn) {
+        std::fprintf(stderr, "--chat: the tokenizer_config.json beside %s has no vkdelegate_chat_turn (examples/llm.py "
+                     "export --gguf writes it from the model's chat template); pass the templated text as --prompt\n",
+                     opt.tokenizer.c_str());
+        return 1;
+      }
+      prompt_text = text.chat_prefix + prompt_text + text.chat_suffix;
+    }
+    auto encoded = text.tokenizer.encode(prompt_text, 0, 0);
     if (!encoded.ok()) {
       std::fprintf(stderr, "--tokenizer %s cannot encode the prompt (error %d)\n", opt.tokenizer.c_str(),
                    static_cast<int>(encoded.error()));
