@@ -9,7 +9,7 @@ import torch
 import vkdelegate.runtime as rt
 from vkdelegate.quant.library import rope_kv_update
 from vkdelegate.serialization.blob import serialize_graph
-from vkdelegate.serialization.graph_ir import DType, GraphIR, IntValue, OpCall, TensorValue
+from vkdelegate.serialization.graph_ir import DType, GraphIR, IntValue, NullValue, OpCall, TensorValue
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.int64: DType.int64,
            torch.int32: DType.int32}
@@ -235,3 +235,58 @@ def test_fusion_leaves_other_cache_writes_alone(monkeypatch):
     (out,) = run_pte(lower(module, inputs).to_executorch().buffer, inputs)
     torch.testing.assert_close(out, _CacheWrites()(*inputs), atol=1e-6, rtol=1e-6)
     assert any("index_put" in t for t in seen) and not any("rope_kv_update" in t for t in seen)
+
+
+def fused_graph(batch, length, heads, kv_heads, head_dim, cache_len, **settings):
+    """et_vk.vkd_sdpa_rope_kv over zero-initialized state caches; outputs the attention and the caches."""
+    g = GraphIR()
+    f32 = DType.float32
+    shapes = [(batch, length, heads, head_dim)] + [(batch, length, kv_heads, head_dim)] * 2 + [(length, 1, head_dim)] * 2
+    ids = [g.add_value(TensorValue(f32, s)) for s in shapes]
+    cache_shape = (batch, cache_len, kv_heads, head_dim)
+    caches = [g.add_value(TensorValue(f32, cache_shape, state=True)) for _ in range(2)]
+    pos = g.add_value(TensorValue(DType.int64, (length,)))
+    g.input_ids = ids + [pos]
+    outs = [g.add_value(TensorValue(f32, (batch, length, heads, head_dim)))] + [
+        g.add_value(TensorValue(f32, cache_shape)) for _ in range(2)]
+    g.chain.append(OpCall("et_vk.vkd_sdpa_rope_kv.default", tuple(ids + caches + [pos, g.add_value(NullValue())] + outs),
+                          3))
+    reads = []
+    for updated in outs[1:]:
+        reads.append(g.add_value(TensorValue(f32, cache_shape)))
+        g.chain.append(OpCall("aten.mul.Scalar", (updated, g.add_value(IntValue(1)), reads[-1])))
+    g.output_ids = [outs[0]] + reads
+    return rt.Graph(serialize_graph(g), overrides=settings or None)
+
+
+@pytest.mark.parametrize("settings", [{}, {"SDPA_KV_ONE_PASS": True}, {"NO_SUBGROUP_OPS": True},
+                                      {"SDPA_KV_ONE_PASS": True, "SDPA_KV_CHUNK": 16}],
+                         ids=["default", "one_pass", "no_subgroup_ops", "one_pass_chunk16"])
+def test_fused_decode_steps_across_chunk_edges_and_a_fault(settings):
+    """Decode steps of et_vk.vkd_sdpa_rope_kv (the split kernel's rope variant, and its one-pass
+    combine variant) replaying one recorded graph: each step's key and value come from the step's
+    rows and are written into the caches for the next; positions across chunk edges (chunks of 4 keys,
+    16 with the setting), a rewrite of an earlier row, and a position past the cache (an error naming it,
+    no row written) midway."""
+    from vkdelegate.quant.library import sdpa_rope_kv
+
+    batch, heads, kv_heads, head_dim, cache_len = 1, 8, 2, 16, 40
+    graph = fused_graph(batch, 1, heads, kv_heads, head_dim, cache_len, **settings)
+    k_cache = torch.zeros(batch, cache_len, kv_heads, head_dim)
+    v_cache = torch.zeros_like(k_cache)
+    generator = torch.Generator().manual_seed(7)
+    for step, position in enumerate([0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 39, 6, 12]):
+        q, k, v = (torch.randn(batch, 1, h, head_dim, generator=generator) for h in (heads, kv_heads, kv_heads))
+        cos, sin = tables(1, head_dim, torch.float32, step)
+        if step == 9:
+            with pytest.raises(rt.GraphError, match=f"index {cache_len} is out of range"):
+                graph.run([t.numpy() for t in (q, k, v, cos, sin, torch.tensor([cache_len]))])
+        positions = torch.tensor([position])
+        out, k_read, v_read = graph.run([t.numpy() for t in (q, k, v, cos, sin, positions)])
+        want, k_cache, v_cache = sdpa_rope_kv.default(q, k, v, cos, sin, k_cache, v_cache, positions)
+        torch.testing.assert_close(torch.from_numpy(out), want, atol=1e-5, rtol=1e-5, msg=lambda m: f"step {step}: {m}")
+        torch.testing.assert_close(torch.from_numpy(k_read), k_cache, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(torch.from_numpy(v_read), v_cache, atol=0, rtol=0)
+    stats = graph.execute_stats()
+    assert stats["records"] == 1
+    assert stats["dispatches"] == (1 if settings.get("SDPA_KV_ONE_PASS") else 2) + 2  # + the two reads
