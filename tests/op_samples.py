@@ -1119,65 +1119,48 @@ def _index_put_samples() -> List[SampleCase]:
     ]
 
 
-class _RopeKvWrite(torch.nn.Module):
-    """vkd_rope_kv_update into two cache buffers (state), then the caches read."""
+class _CacheStep(torch.nn.Module):
+    """`op` (vkd_rope_kv_update or vkd_sdpa_rope_kv) into two cache buffers (state), then the caches read.
+    `filled`: the caches start with values (earlier steps' rows that an attention reads), else zeros."""
 
-    def __init__(self, cache_shape):
+    def __init__(self, op, cache_shape, filled=False):
         super().__init__()
-        self.register_buffer("k_cache", torch.zeros(cache_shape))
-        self.register_buffer("v_cache", torch.zeros(cache_shape))
+        self.op = op
+        self.register_buffer("k_cache", _values(*cache_shape) if filled else torch.zeros(cache_shape))
+        self.register_buffer("v_cache", _values(*cache_shape) if filled else torch.zeros(cache_shape))
 
     def forward(self, q, k, v, cos, sin, positions):
-        q_rot, k_new, v_new = rope_kv_update.default(q, k, v, cos, sin, self.k_cache, self.v_cache, positions)
+        first, k_new, v_new = self.op(q, k, v, cos, sin, self.k_cache, self.v_cache, positions)
         self.k_cache.copy_(k_new)
         self.v_cache.copy_(v_new)
-        return q_rot, k_new * 2, v_new * 2
+        return first, k_new * 2, v_new * 2
+
+
+def _cache_step_case(op, name, heads, kv_heads, head_dim, cache_len, positions, batch=1, filled=False):
+    length = len(positions)
+    return SampleCase(name, _CacheStep(op, (batch, cache_len, kv_heads, head_dim), filled),
+                      (_values(batch, length, heads, head_dim), _values(batch, length, kv_heads, head_dim),
+                       _values(batch, length, kv_heads, head_dim), _values(length, 1, head_dim),
+                       _values(length, 1, head_dim), positions))
 
 
 @_seeded
 def _rope_kv_update_samples() -> List[SampleCase]:
-    def case(name, heads, kv_heads, head_dim, cache_len, positions):
-        length = len(positions)
-        return SampleCase(name, _RopeKvWrite((1, cache_len, kv_heads, head_dim)),
-                          (_values(1, length, heads, head_dim), _values(1, length, kv_heads, head_dim),
-                           _values(1, length, kv_heads, head_dim), _values(length, 1, head_dim),
-                           _values(length, 1, head_dim), positions))
-
+    op = rope_kv_update.default
     return [
-        case("gqa2_prefill_t3", 4, 2, 8, 9, torch.tensor([0, 4, 8])),
-        case("decode_last_position_int32", 3, 1, 6, 5, torch.tensor([4], dtype=torch.int32)),
+        _cache_step_case(op, "gqa2_prefill_t3", 4, 2, 8, 9, torch.tensor([0, 4, 8])),
+        _cache_step_case(op, "decode_last_position_int32", 3, 1, 6, 5, torch.tensor([4], dtype=torch.int32)),
     ]
-
-
-class _RopeAttention(torch.nn.Module):
-    """vkd_sdpa_rope_kv over two cache buffers (state), then the caches read."""
-
-    def __init__(self, cache_shape):
-        super().__init__()
-        self.register_buffer("k_cache", torch.zeros(cache_shape))
-        self.register_buffer("v_cache", torch.zeros(cache_shape))
-        self.k_cache.copy_(_values(*cache_shape))  # earlier steps' rows, read by the attention
-        self.v_cache.copy_(_values(*cache_shape))
-
-    def forward(self, q, k, v, cos, sin, positions):
-        out, k_new, v_new = sdpa_rope_kv.default(q, k, v, cos, sin, self.k_cache, self.v_cache, positions)
-        self.k_cache.copy_(k_new)
-        self.v_cache.copy_(v_new)
-        return out, k_new * 2, v_new * 2
 
 
 @_seeded
 def _sdpa_rope_kv_samples() -> List[SampleCase]:
     # Decode (T = 1) takes the split kernel's rope variant; up to 16 queries too (several new rows,
     # some in the chunks of others' queries); above, the rope dispatch and the prefill kernel. Caches
-    # of 9 take chunks of 4 keys. Head dims: 8 (a half is two 4-vectors), 12 (4-vectors, halves of
-    # 6: the rope element by element), 6 (element by element throughout).
-    def case(name, heads, kv_heads, head_dim, cache_len, positions, batch=1):
-        length = len(positions)
-        return SampleCase(name, _RopeAttention((batch, cache_len, kv_heads, head_dim)),
-                          (_values(batch, length, heads, head_dim), _values(batch, length, kv_heads, head_dim),
-                           _values(batch, length, kv_heads, head_dim), _values(length, 1, head_dim),
-                           _values(length, 1, head_dim), positions))
+    # of 9 take chunks of 4 keys, filled with earlier rows. Head dims: 8 (a half is two 4-vectors), 12
+    # (4-vectors, halves of 6: the rope element by element), 6 (element by element throughout).
+    def case(*args, **kwargs):
+        return _cache_step_case(sdpa_rope_kv.default, *args, filled=True, **kwargs)
 
     return [
         case("decode_gqa4_mid_chunk", 8, 2, 8, 9, torch.tensor([6])),
