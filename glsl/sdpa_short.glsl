@@ -22,7 +22,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define MAX_LANES (THREADS / MAX_ROWS)  // invocations per row for its max and sum
 #define KEYS_PER_INVOCATION (MAX_KEYS / THREADS)
 #define KEY_STEP 16   // elements of a key row in flight per invocation (the scores)
-#define VALUE_STEP 8  // keys' values in flight per invocation (the output; even)
+#define VALUE_STEP 16  // keys' values in flight per invocation (the output; even)
 
 layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
 layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
@@ -137,7 +137,12 @@ void main() {
           acc1 += prob_s[rr * MAX_KEYS + j + (u + 1) * slices] * vv[u + 1];
         }
       }
-      for (; j <= last; j += slices) acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
+      // The rest (all of a short row's), two keys a step.
+      for (; j + slices <= last; j += 2 * slices) {
+        acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
+        acc1 += prob_s[rr * MAX_KEYS + j + slices] * float(v_data[v_base + (j + slices) * p.v_strides.z + d]);
+      }
+      if (j <= last) acc0 += prob_s[rr * MAX_KEYS + j] * float(v_data[v_base + j * p.v_strides.z + d]);
     }
     if (slices > 1) {
       partial_s[tid] = acc0 + acc1;
