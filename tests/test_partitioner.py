@@ -86,7 +86,7 @@ def test_to_executorch_writes_pte(tmp_path):
 def test_options_reach_the_blob():
     edge = lower(MLP(), mlp_input(), {"require_dynamic_shapes": False})
     options = deserialize_blob(delegate_blob(edge)).options
-    assert options == ["force_fp16=false", "gguf_repack=true", "require_dynamic_shapes=false"]
+    assert options == ["force_fp16=false", "fuse_rope_attention=true", "gguf_repack=true", "require_dynamic_shapes=false"]
 
 
 def test_unknown_option_is_rejected():
