@@ -6,7 +6,9 @@
 // keeps their whole score rows in shared memory: the scores with an invocation per key (no
 // serial walk over the keys), each row's max and sum with MAX_LANES invocations per row, then
 // the output with an invocation per (row, dim) and, where those are fewer than the workgroup,
-// the keys split between them. Four barriers in all. Causal: row (l, g) counts keys 0..l
+// the keys split between them. Four barriers in all. The loops over a key row and over the keys'
+// values load KEY_STEP / VALUE_STEP at a time before they multiply (each step one round trip to the
+// caches, not one per element: ViT-tiny's attention 44 -> 30 us a layer on the H100). Causal: row (l, g) counts keys 0..l
 // (PyTorch's top-left aligned mask). Tensors through strides (sdpa_strided_params.glslh).
 // The host's kShortAttention mirrors MAX_ROWS, MAX_KEYS, MAX_E and THREADS.
 #version 450
