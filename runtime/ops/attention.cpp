@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "op_utils.h"
-#include "kv_cache.h"     // add_rope_kv_node: et_vk.vkd_sdpa_rope_kv
+#include "kv_cache.h"     // add_rope_kv_node, require_positions: et_vk.vkd_sdpa_kv_cache, vkd_sdpa_rope_kv
 #include "shader_params.h"  // SdpaParams, SdpaStridedParams, SdpaKvCacheParams (sdpa_kv_params.glslh), RmsNormParams, RopeParams: glsl/sdpa*.glsl, rms_norm.glsl, rope.glsl
 
 namespace vkd {
@@ -541,10 +541,7 @@ void add_sdpa_kv_cache(ComputeGraph& g, const OpArgs& a) {
   const bool has_scale = !g.is_null(a[4]);
   const SdpaKvArgs x{a[0], a[1], a[2], a[3], a[5], has_scale, has_scale ? g.get_double(a[4]) : 0.0};
   require_float_same(g, {x.q, x.k, x.v, x.out});
-  const DType pos_type = g.tensor(x.pos).dtype;
-  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
-    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
-  }
+  require_positions(g, x.pos);
   const SdpaKvCacheParams planned = sdpa_kv_params(g, x);  // at the upper bounds
   const int64_t max_queries = g.tensor(x.q).max_sizes[1];
   const int64_t split_queries = std::min(max_queries, kSplitMaxQueries);
@@ -566,10 +563,7 @@ void add_sdpa_rope_kv(ComputeGraph& g, const OpArgs& a) {
   const int out = a[9], k_out = a[10], v_out = a[11];
   const bool has_scale = !g.is_null(a[8]);
   require_float_same(g, {q, k, v, cos, sin, k_cache, v_cache, out, k_out, v_out});
-  const DType pos_type = g.tensor(pos).dtype;
-  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
-    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
-  }
+  require_positions(g, pos);
   g.alias_state(k_out, k_cache);
   g.alias_state(v_out, v_cache);
   const SdpaKvArgs x{q, k_out, v_out, pos, out, has_scale, has_scale ? g.get_double(a[8]) : 0.0};

@@ -72,16 +72,20 @@ void add_rope_kv_update(ComputeGraph& g, const OpArgs& a) {
 
 }  // namespace
 
+void require_positions(ComputeGraph& g, int pos) {
+  const DType type = g.tensor(pos).dtype;
+  if (type != DType::Int32 && type != DType::Int64) {
+    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(type));
+  }
+}
+
 // Binding the outputs that alias the caches declares the caches written, so the attention that
 // reads them next waits for this dispatch.
 void add_rope_kv_node(ComputeGraph& g, const RopeKvTensors& x, std::function<bool(int64_t)> active) {
   const int q = x.q, k = x.k, v = x.v, cos = x.cos, sin = x.sin, k_cache = x.k_cache, v_cache = x.v_cache;
   const int pos = x.pos, q_out = x.q_out, k_out = x.k_out, v_out = x.v_out;
   require_float_same(g, {q, k, v, cos, sin, k_cache, v_cache, q_out, k_out, v_out});
-  const DType pos_type = g.tensor(pos).dtype;
-  if (pos_type != DType::Int32 && pos_type != DType::Int64) {
-    g.fail(std::string("input_pos must be int32 or int64, not ") + dtype_name(pos_type));
-  }
+  require_positions(g, pos);
   for (const auto& [out, cache] : {std::pair{k_out, k_cache}, std::pair{v_out, v_cache}}) {
     const Tensor& t = g.tensor(out);
     if (!(t.is_view && t.view_of == cache)) g.alias_state(out, cache);  // (an attention op's may be already)

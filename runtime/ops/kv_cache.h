@@ -14,6 +14,9 @@ struct RopeKvTensors {
   int q, k, v, cos, sin, k_cache, v_cache, pos, q_out, k_out, v_out;
 };
 
+// Fails unless tensor `pos` (an op's input_pos) is int32 or int64.
+void require_positions(ComputeGraph& g, int pos);
+
 // Checks the tensors' dtypes, aliases the outputs to the caches (where the caller has not) and adds the dispatch; it runs for
 // the query counts T that `active` accepts (zero workgroups otherwise; all when empty).
 void add_rope_kv_node(ComputeGraph& g, const RopeKvTensors& x, std::function<bool(int64_t)> active = {});
