@@ -173,8 +173,8 @@ DEFINE_STORE4(store4_k, k_data, k4)
 DEFINE_STORE4(store4_v, v_data, v4)
 
 // The query t' < T whose row this step writes at cache position `at` (the last of them), or -1;
-// `own` is query t's position (decode, T = 1: the only one).
-int new_row(int at, int t, int own) {
+// `own` is this workgroup's query's position (decode, T = 1: the only one).
+int new_row(int at, int own) {
   if (p.queries == 1) return at == own ? 0 : -1;
   int found = -1;
   for (int u = 0; u < p.queries; ++u) {
@@ -267,7 +267,7 @@ void main() {
 #if ROPE
   // The step's new rows: key j's (and, below, each value row's) query t' whose k and v it takes,
   // or -1 (the cache). The writer of a new row: query t' itself, the first head block of its KV head.
-  const int key_src = j < count ? new_row(j0 + j, t, position) : -1;
+  const int key_src = j < count ? new_row(j0 + j, position) : -1;
   const bool writer = h0 % p.group == 0;
   const int new_base = b * p.queries;  // row (b, t') of k and v: (new_base + t') * KVH + kv
 #endif
@@ -288,15 +288,16 @@ void main() {
     const int i = tid + r * WG;
     const int jv = i / max(Ev4, 1);
     value[r] = vec4(0.0);
+    const int value_row = ((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev;
 #if ROPE
-    const int value_src = i < count * Ev4 ? new_row(j0 + jv, t, position) : -1;
+    const int value_src = i < count * Ev4 ? new_row(j0 + jv, position) : -1;
     if (value_src >= 0) {
       value[r] = load4_vnew(((new_base + value_src) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
-      if (value_src == t && writer) store4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev, value[r]);
+      if (value_src == t && writer) store4_v(value_row, i - jv * Ev4, p.Ev, value[r]);
       continue;
     }
 #endif
-    if (i < count * Ev4) value[r] = load4_v(((b * p.cache_len + j0 + jv) * p.kv_heads + kv) * p.Ev, i - jv * Ev4, p.Ev);
+    if (i < count * Ev4) value[r] = load4_v(value_row, i - jv * Ev4, p.Ev);
   }
   vec4 query[QUERY_VEC4S / WG];
   [[unroll]] for (int r = 0; r < QUERY_VEC4S / WG; ++r) {
