@@ -50,6 +50,7 @@ _lock = threading.Lock()
 _cache: Dict[tuple, "_Cached"] = {}
 _stats = {"graphs": 0, "hits": 0, "misses": 0, "fallback_calls": 0}
 _warned: set = set()
+_native_fallback_base = 0  # the C++ fallback's calls when the counters were last zeroed
 _aliasing = aliasing_op_names()
 
 
@@ -65,11 +66,13 @@ class _Cached:
 
 def cache_stats() -> Dict[str, Any]:
     """One-op graphs built, cache hits and misses (a miss builds a graph or finds the op must
-    fall back), calls that ran on the CPU, the ops that did (with either fallback), and the
+    fall back), calls that ran on the CPU (through either fallback), the ops that did, and the
     command buffers of queued ops submitted since the process began."""
+    native_calls = sum(_C.fallback_counts().values())
     with _lock:
         stats = dict(_stats)
         stats["cached_keys"] = len(_cache)
+        stats["fallback_calls"] += native_calls - _native_fallback_base
     stats["queue_submits"] = _vkdelegate._eager_submits()
     stats["fallback_ops"] = sorted(set(_warned) | set(_C.fallback_ops()))
     return stats
@@ -77,8 +80,11 @@ def cache_stats() -> Dict[str, Any]:
 
 def clear_cache() -> None:
     """Drops every cached graph and zeroes the counters (the warnings already given stay given)."""
+    global _native_fallback_base
     _vkdelegate._eager_flush()  # queued ops may use the graphs
+    native_calls = sum(_C.fallback_counts().values())
     with _lock:
+        _native_fallback_base = native_calls
         _cache.clear()
         for key in _stats:
             _stats[key] = 0

@@ -17,7 +17,7 @@
 #include <torch/library.h>
 
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 
 #include "device_table.h"
@@ -231,7 +231,7 @@ void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack
 }
 
 std::mutex g_warned_mutex;
-std::set<std::string> g_warned;
+std::map<std::string, uint64_t> g_warned;  // op name -> calls that ran on the CPU
 
 // Ops without a kernel on this device: run on the CPU (arguments copied there, results and
 // mutated arguments copied back), with one warning per op.
@@ -242,7 +242,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   bool first;
   {
     std::lock_guard<std::mutex> lock(g_warned_mutex);
-    first = g_warned.insert(name).second;
+    first = ++g_warned[name] == 1;
   }
   if (first) {
     TORCH_WARN("vulkan device: ", name, " has no kernel on the device; it runs on the CPU "
@@ -309,6 +309,12 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("table"), "Connects the device to the runtime's device table (vkdelegate.eager does this on import).");
   m.def("fallback_ops", [] {
     std::lock_guard<std::mutex> lock(g_warned_mutex);
-    return std::vector<std::string>(g_warned.begin(), g_warned.end());
+    std::vector<std::string> names;
+    for (const auto& item : g_warned) names.push_back(item.first);
+    return names;
   }, "The ops that ran on the CPU through the fallback so far.");
+  m.def("fallback_counts", [] {
+    std::lock_guard<std::mutex> lock(g_warned_mutex);
+    return g_warned;
+  }, "Calls per op that ran on the CPU through the fallback so far.");
 }
