@@ -42,8 +42,7 @@ from ..serialization.graph_ir import (
 from ..serialization.torch_dtypes import schema_dtype
 from . import DEVICE, _C
 
-# Entries that need no kernel of their own here: copies and conversions go through copy_
-# (csrc/), and an update of state in place has no meaning for a one-op graph.
+# Entries that need no kernel of their own here: copies and conversions go through copy_ (csrc/).
 _SKIPPED_ENTRIES = {"clone", "to_copy"}
 
 _lock = threading.Lock()
@@ -57,11 +56,15 @@ _aliasing = aliasing_op_names()
 class _Cached:
     """A key's one-op graph and its outputs' (sizes, dtype), or why it runs on the CPU."""
 
-    def __init__(self, graph=None, outputs=None, multi: bool = False, reason: Optional[str] = None):
+    def __init__(self, graph=None, outputs=None, multi: bool = False, reason: Optional[str] = None,
+                 states: Optional[Dict[int, int]] = None):
         self.graph = graph
         self.outputs = outputs
         self.multi = multi
         self.reason = reason
+        # Tensor arguments (by position among the call's tensors) that are states the op updates in
+        # place (index_put, vkd_rope_kv_update): the output index whose storage each starts from.
+        self.states = states or {}
 
 
 def cache_stats() -> Dict[str, Any]:
@@ -206,18 +209,21 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
                 _stats["graphs"] += 1
     if cached.reason is not None:
         return _cpu_fallback(op, name, args, kwargs, cached.reason)
-    inputs = []
+    inputs, states = [], []
     gathered = []  # alive until the graph has run: their buffers are bound by address
-    for item in tensors:
+    for index, item in enumerate(tensors):
         if not item.is_contiguous():
             # The graph's inputs are contiguous: a strided view is gathered first.
             item = _gather(item)
             gathered.append(item)
-        inputs.append((item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size(),
-                       list(item.shape)))
+        where = (item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size())
+        if index in cached.states:
+            states.append((*where, cached.states[index]))
+        else:
+            inputs.append((*where, list(item.shape)))
     outputs = [None if spec is None else torch.empty(spec[0], dtype=spec[1], device=DEVICE) for spec in cached.outputs]
     _vkdelegate._eager_run(cached.graph, inputs, [(out.untyped_storage().data_ptr(), 0) for out in outputs
-                                                  if out is not None])
+                                                  if out is not None], states)
     del gathered
     return tuple(outputs) if cached.multi else outputs[0]
 
@@ -271,39 +277,60 @@ def _build(op, edge_target, args: tuple, kwargs: dict) -> _Cached:
         return _Cached(reason="it returns non-tensor values")
     fx = torch.fx.Graph()
     placeholders = {}
+    # An argument the op updates in place (a KV cache) is a state tensor of the graph, not an
+    # input: the runtime writes it in place, in the storage of the output that aliases it, which
+    # the run fills from the argument's tensor first (the op stays functional).
+    state_outputs = dict(state_update_positions(op_name(op)))
+    states: Dict[torch.fx.Node, int] = {}
 
-    def to_node(item):
+    def to_node(item, state_output=None):
         if isinstance(item, torch.Tensor):
             node = fx.placeholder(f"input_{len(placeholders)}")
             node.meta["val"] = _meta(item)
             placeholders[node] = item
+            if state_output is not None:
+                states[node] = state_output
             return node
         return item
 
-    node = fx.call_function(edge_target, tree_map(to_node, args), tree_map(to_node, kwargs))
+    node_args = tuple(to_node(item, state_outputs[index]) if index in state_outputs and isinstance(item, torch.Tensor)
+                      else tree_map(to_node, item) for index, item in enumerate(args))
+    node = fx.call_function(edge_target, node_args, tree_map(to_node, kwargs))
     node.meta["val"] = expected
     entry, reason = REGISTRY.lookup(node)
     if entry is None:
         return _Cached(reason=reason)
+    for state in states:
+        if placeholders[state].dtype not in _STATE_DTYPES:
+            return _Cached(reason=f"a state of dtype {placeholders[state].dtype} (stored converted on the GPU)")
     try:
-        graph = _graph_ir(node, placeholders, outputs)
+        graph = _graph_ir(node, placeholders, outputs, states)
         plan_memory(graph, lambda op: op in _aliasing, state_update_positions)
         loaded = _vkdelegate.Graph(serialize_graph(graph))
     except (ValueError, RuntimeError) as error:
         return _Cached(reason=f"the runtime cannot build it: {error}")
     specs = [None if item is None else (tuple(item.shape), item.dtype) for item in outputs]
-    return _Cached(graph=loaded, outputs=specs, multi=multi)
+    tensor_states = {index: states[placeholder] for index, placeholder in enumerate(placeholders)
+                     if placeholder in states}
+    return _Cached(graph=loaded, outputs=specs, multi=multi, states=tensor_states)
+
+
+# States the runtime stores as their dtype's bytes (it copies a state's tensor into its storage
+# on the GPU); int64 where the device has int64.
+_STATE_DTYPES = {torch.float32, torch.float16, torch.int32, torch.int64}
 
 
 def _graph_ir(node: torch.fx.Node, placeholders: Dict[torch.fx.Node, torch.Tensor],
-              outputs: List[Optional[torch.Tensor]]) -> GraphIR:
+              outputs: List[Optional[torch.Tensor]], states: Dict[torch.fx.Node, int]) -> GraphIR:
     """The GraphIR of one call: every schema argument a value (tensors the graph's inputs, in
-    placeholder order, as _run binds them), then the outputs."""
+    placeholder order, as _run binds them, or states), then the outputs."""
     graph = GraphIR()
     tensor_ids = {}
     for placeholder, tensor in placeholders.items():
-        tensor_ids[placeholder] = graph.add_value(TensorValue(schema_dtype(tensor.dtype), tuple(tensor.shape)))
-        graph.input_ids.append(tensor_ids[placeholder])
+        tensor_ids[placeholder] = graph.add_value(TensorValue(schema_dtype(tensor.dtype), tuple(tensor.shape),
+                                                              state=placeholder in states))
+        if placeholder not in states:
+            graph.input_ids.append(tensor_ids[placeholder])
 
     def value_id(argument: torch.Argument, value: Any) -> int:
         if isinstance(value, torch.fx.Node):
@@ -387,17 +414,75 @@ def _batch_norm_kernel(edge_target):
 
 
 _libraries: Dict[str, torch.library.Library] = {}
+# quantized_decomposed's ops would otherwise run as their decompositions (several ops each).
+_NAMESPACES = ("aten", "et_vk", "quantized_decomposed")
+
+
+def _edge_target(name: str):
+    """The registry's edge op of `name` ("aten.div.Tensor_mode") and its ATen overload."""
+    for entry in REGISTRY:
+        for target in entry.targets:
+            op = getattr(target, "_op", None)
+            if isinstance(op, torch._ops.OpOverload) and op_name(op) == name:
+                return op, target
+    raise KeyError(name)
+
+
+def _as_kernel(name: str, arguments):
+    """A kernel that runs the registry op `name` on `arguments(*args, **kwargs)` -> (args, kwargs)."""
+    op, target = _edge_target(name)
+
+    def kernel(*args, **kwargs):
+        args, kwargs = arguments(*args, **kwargs)
+        return _run(op, target, name, args, kwargs)
+
+    return kernel
+
+
+def _in_place(functional):
+    """`op_` as `functional`, copied into self (as _inplace_kernel)."""
+    def kernel(self, *args, **kwargs):
+        return self.copy_(functional(self, *args, **kwargs))
+
+    return kernel
+
+
+def _register_aliases() -> List[str]:
+    """Ops eager code calls that the registry covers under another name: floor_divide (div with
+    rounding_mode="floor"), std (sqrt of var: two one-op graphs), arange's other overloads
+    (arange.start_step), index_copy (index_put at one dim: a Llama's KV-cache write)."""
+    aten = _libraries.setdefault("aten", torch.library.Library("aten", "IMPL"))
+    floor_divide = _as_kernel("aten.div.Tensor_mode", lambda self, other: ((self, other), {"rounding_mode": "floor"}))
+    var = _as_kernel("aten.var.correction", lambda *args, **kwargs: (args, kwargs))
+
+    def std(self, dim=None, *, correction=None, keepdim=False):
+        return torch.sqrt(var(self, dim, correction=correction, keepdim=keepdim))
+
+    index_copy = _as_kernel("aten.index_put.default", lambda self, dim, index, source: (
+        (self, [None] * (dim % max(self.dim(), 1)) + [index], source, False), {}))
+    kernels = {
+        "index_copy": index_copy,
+        "index_copy_": _in_place(index_copy),
+        "floor_divide": floor_divide,
+        "floor_divide_.Tensor": _in_place(floor_divide),
+        "std.correction": std,
+        "arange": _as_kernel("aten.arange.start_step", lambda end, **kwargs: ((0, end, 1), kwargs)),
+        "arange.start": _as_kernel("aten.arange.start_step", lambda start, end, **kwargs: ((start, end, 1), kwargs)),
+    }
+    for overload, kernel in kernels.items():
+        aten.impl(overload, kernel, "PrivateUse1")
+    return [f"aten.{name}" + ("" if "." in name else ".default") for name in kernels]
 
 
 def _register_kernels() -> List[str]:
     """A PrivateUse1 kernel for every ATen and et_vk overload of the registry's entries."""
     names = []
     for entry in REGISTRY:
-        if entry.name in _SKIPPED_ENTRIES or entry.fused or entry.updates_state:
+        if entry.name in _SKIPPED_ENTRIES or entry.fused:
             continue
         for target in entry.targets:
             op = getattr(target, "_op", None)
-            if not isinstance(op, torch._ops.OpOverload) or op.namespace not in ("aten", "et_vk"):
+            if not isinstance(op, torch._ops.OpOverload) or op.namespace not in _NAMESPACES:
                 continue
             library = _libraries.setdefault(op.namespace, torch.library.Library(op.namespace, "IMPL"))
             overload = op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else f".{op._overloadname}")
@@ -415,6 +500,6 @@ def _register_kernels() -> List[str]:
     return names
 
 
-REGISTERED_OPS = _register_kernels()
+REGISTERED_OPS = _register_kernels() + _register_aliases()
 _libraries["aten"].impl("clone", _clone_kernel, "PrivateUse1")
 REGISTERED_OPS.append("aten.clone.default")

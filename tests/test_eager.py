@@ -322,3 +322,81 @@ def test_strided_inputs_gather_on_the_gpu():
     assert torch.equal(a.cpu(), x.transpose(0, 2).contiguous())
     torch.testing.assert_close(b.cpu(), torch.softmax(x[1:, ::2].permute(2, 0, 1), dim=-1))
     assert torch.equal(c.cpu(), x[:, :1].expand(6, 3, 4) * 2)
+
+
+def _no_fallback_since(before: int):
+    stats = eager.cache_stats()
+    assert stats["fallback_calls"] == before, f"ops ran on the CPU: {stats['fallback_ops']}"
+
+
+def test_state_updates_run_on_the_device():
+    """index_put_ into a buffer and the KV-cache ops (states the runtime updates in place) run as
+    one-op graphs whose state starts from the argument's tensor: functional, on the device, no
+    fallback (benchmarks/eager_samples.py found them on the CPU)."""
+    from vkdelegate.quant.library import rope_kv_update, sdpa_rope_kv
+
+    torch.manual_seed(0)
+    eager.clear_cache()
+    before = eager.cache_stats()["fallback_calls"]
+    state, values = torch.randn(5, 3), torch.randn(2, 3)
+    for index in (torch.tensor([4, 1], dtype=torch.int32), torch.tensor([0, 3])):
+        expected = state.clone().index_put_([index], values)
+        got = state.to(DEV)
+        got.index_put_([index.to(DEV)], values.to(DEV))
+        assert torch.equal(got.cpu(), expected)
+    q, k, v = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 2, 8), torch.randn(1, 2, 2, 8)
+    cos, sin = torch.randn(2, 1, 8), torch.randn(2, 1, 8)
+    caches = torch.randn(1, 9, 2, 8), torch.randn(1, 9, 2, 8)
+    positions = torch.tensor([3, 7], dtype=torch.int32)
+    for op in (rope_kv_update.default, sdpa_rope_kv.default):
+        expected = op(q, k, v, cos, sin, *caches, positions)
+        device_caches = [item.to(DEV) for item in caches]
+        got = op(*[item.to(DEV) for item in (q, k, v, cos, sin)], *device_caches, positions.to(DEV))
+        for want, have in zip(expected, got):
+            torch.testing.assert_close(have.cpu(), want, **TOLERANCES["matmul"])
+        for cache, device_cache in zip(caches, device_caches):  # the op is functional: its inputs stay
+            assert torch.equal(device_cache.cpu(), cache)
+    _no_fallback_since(before)
+    assert eager.cache_stats()["graphs"] == 4
+
+
+@pytest.mark.filterwarnings("error")
+def test_ops_under_other_names_run_on_the_device():
+    """Eager forms the registry covers under another name: floor_divide (div, rounding floor),
+    std (sqrt of var), arange's overloads and factories under torch.device, unfold (a view),
+    quantize_per_tensor as one op."""
+    torch.manual_seed(0)
+    eager.clear_cache()
+    before = eager.cache_stats()["fallback_calls"]
+    a, b = torch.randint(-20, 20, (4, 5)), torch.randint(1, 6, (4, 5))
+    assert torch.equal((a.to(DEV) // b.to(DEV)).cpu(), a // b)
+    x = torch.randn(4, 5)
+    y = x.to(DEV)
+    torch.testing.assert_close((y // 0.3).cpu(), x // 0.3)
+    torch.testing.assert_close(torch.std(y, dim=1).cpu(), torch.std(x, dim=1), **TOLERANCES["reduction"])
+    assert torch.equal(torch.arange(13, device=DEV).cpu(), torch.arange(13))
+    assert torch.equal(torch.arange(3, 40, 3, device=DEV).cpu(), torch.arange(3, 40, 3))
+    torch.testing.assert_close(torch.arange(-1.0, 2.25, 0.25, device=DEV).cpu(), torch.arange(-1.0, 2.25, 0.25))
+    with torch.device(DEV):
+        z = y + torch.full((4, 5), 2.5) + torch.arange(5.0)
+    torch.testing.assert_close(z.cpu(), x + 2.5 + torch.arange(5.0))
+    unfolded = y.unfold(1, 3, 2)
+    assert unfolded.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    assert torch.equal(unfolded.cpu(), x.unfold(1, 3, 2))
+    quantize = torch.ops.quantized_decomposed.quantize_per_tensor.default
+    graphs = eager.cache_stats()["graphs"]
+    assert torch.equal(quantize(y, 0.05, 3, -128, 127, torch.int8).cpu(), quantize(x, 0.05, 3, -128, 127, torch.int8))
+    assert eager.cache_stats()["graphs"] == graphs + 1
+    _no_fallback_since(before)
+
+
+def test_index_copy_into_a_cache_on_the_device():
+    """index_copy_ (a Llama's KV-cache write) as the registry's index_put, on the device."""
+    torch.manual_seed(0)
+    eager.clear_cache()
+    cache, rows = torch.randn(1, 6, 2, 4), torch.randn(1, 2, 2, 4)
+    expected = cache.clone().index_copy_(1, torch.tensor([5, 2]), rows)
+    got = cache.to(DEV)
+    got.index_copy_(-3, torch.tensor([5, 2], device=DEV), rows.to(DEV))
+    assert torch.equal(got.cpu(), expected)
+    _no_fallback_since(0)

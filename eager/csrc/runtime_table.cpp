@@ -273,13 +273,28 @@ bool same_bytes(const Tensor& t) { return storage_size(t.storage_type) == dtype_
 // the host, converted as a delegate's inputs and outputs are.
 // Copies from the inputs' buffers into the graph's input storage, and from its output storage
 // into the outputs' buffers, for the tensors stored as their dtype's bytes.
-std::function<void(VkCommandBuffer)> copies_in(ComputeGraph& g, const std::vector<Binding>& inputs) {
-  return [&g, inputs](VkCommandBuffer cmd) {
+// A state an op updates in place (index_put, vkd_rope_kv_update into a KV cache): the device
+// tensor it starts from, copied into the state's storage before the dispatches. That storage is
+// the graph's output `output` (ComputeGraph::alias_state), which the op then writes in place and
+// copies_out copies into its own tensor: the op stays functional, its input tensor untouched.
+struct StateBinding {
+  Buffer* buffer;
+  uint64_t offset;
+  size_t output;
+};
+
+std::function<void(VkCommandBuffer)> copies_in(ComputeGraph& g, const std::vector<Binding>& inputs,
+                                               const std::vector<StateBinding>& states) {
+  return [&g, inputs, states](VkCommandBuffer cmd) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = g.input(i);
       if (!same_bytes(t) || t.storage_nbytes() == 0) continue;
       VkBufferCopy region{inputs[i].offset, 0, t.storage_nbytes()};
       vkCmdCopyBuffer(cmd, inputs[i].buffer->handle(), g.input_buffer(i), 1, &region);
+    }
+    for (const StateBinding& s : states) {
+      VkBufferCopy region{s.offset, 0, g.output(s.output).storage_nbytes()};
+      vkCmdCopyBuffer(cmd, s.buffer->handle(), g.output_buffer(s.output), 1, &region);
     }
   };
 }
@@ -302,7 +317,8 @@ std::function<void(VkCommandBuffer)> copies_out(ComputeGraph& g, const std::vect
 // graph's own command buffer (its prologue and epilogue). bool and 8-bit tensors (int32 on the
 // GPU), and int64 stored as int32, go through the host, converted as a delegate's inputs and
 // outputs are: such a run waits for the queue and for itself.
-void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs) {
+void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs,
+                    const std::vector<StateBinding>& states) {
   if (inputs.size() != g.num_inputs() || outputs.size() != g.num_outputs()) {
     throw GraphError("eager run: the graph has " + std::to_string(g.num_inputs()) + " inputs and " +
                      std::to_string(g.num_outputs()) + " outputs; got " + std::to_string(inputs.size()) +
@@ -319,9 +335,19 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     check_range(outputs[i].buffer, outputs[i].offset, g.output(i).nbytes(), "graph output");
     direct = direct && same_bytes(g.output(i));
   }
+  for (const StateBinding& st : states) {
+    if (st.output >= outputs.size()) throw GraphError("eager run: a state's output index is out of range");
+    const Tensor& t = g.output(st.output);
+    if (!same_bytes(t)) {
+      throw GraphError("eager run: a state stored in another dtype on the GPU (bool, 8-bit, int64 as int32) "
+                       "cannot start from a device tensor");
+    }
+    check_range(st.buffer, st.offset, t.nbytes(), "graph state");
+  }
   if (direct && g_queue_limit > 0) {
-    g.record_into(queue_commands(), copies_in(g, inputs), copies_out(g, outputs));
+    g.record_into(queue_commands(), copies_in(g, inputs, states), copies_out(g, outputs));
     g_queue.graphs.push_back(&g);
+    for (const StateBinding& b : states) g_queue.used.insert(b.buffer);
     for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
     for (const Binding& b : outputs) g_queue.used.insert(b.buffer);
     if (++g_queue.ops >= g_queue_limit) flush_locked();
@@ -338,7 +364,7 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     }
     g.copy_input(i, host.data(), host.size());
   }
-  g.set_prologue(copies_in(g, inputs));
+  g.set_prologue(copies_in(g, inputs, states));
   g.set_epilogue(copies_out(g, outputs));
   try {
     g.execute();
@@ -378,15 +404,24 @@ std::vector<Binding> bindings(const py::list& items, bool with_sizes) {
 void register_eager(py::module_& m) {
   m.attr("_eager_device_table") =
       py::capsule(const_cast<VkdEagerTable*>(&kTable), VKD_EAGER_TABLE_CAPSULE);
-  m.def("_eager_run", [](ComputeGraph& g, const py::list& inputs, const py::list& outputs) {
+  m.def("_eager_run", [](ComputeGraph& g, const py::list& inputs, const py::list& outputs, const py::list& states) {
     const std::vector<Binding> in = bindings(inputs, true), out = bindings(outputs, false);
+    std::vector<StateBinding> st;
+    for (const py::handle& item : states) {
+      const auto t = item.cast<py::tuple>();
+      StateBinding b{reinterpret_cast<Buffer*>(t[0].cast<uintptr_t>()), t[1].cast<uint64_t>(), t[2].cast<size_t>()};
+      if (b.buffer == nullptr) throw GraphError("eager run: a tensor without device memory");
+      st.push_back(b);
+    }
     py::gil_scoped_release release;
     std::lock_guard<std::recursive_mutex> lock(g_mutex);
     std::lock_guard<std::mutex> graph_lock(g.mutex());
-    run_on_buffers(g, in, out);
-  }, py::arg("graph"), py::arg("inputs"), py::arg("outputs"),
+    run_on_buffers(g, in, out, st);
+  }, py::arg("graph"), py::arg("inputs"), py::arg("outputs"), py::arg("states") = py::list(),
      "Runs a graph on the eager device's buffers: inputs [(buffer, byte offset, sizes)], outputs "
-     "[(buffer, byte offset)] (vkdelegate.eager; buffers are its tensors' storage data pointers).");
+     "[(buffer, byte offset)], states [(buffer, byte offset, output index)]: the tensors the states an op "
+     "updates in place start from, copied into the storage of the output that aliases each "
+     "(vkdelegate.eager; buffers are its tensors' storage data pointers).");
   m.def("_eager_flush", [] {
     py::gil_scoped_release release;
     std::lock_guard<std::recursive_mutex> lock(g_mutex);
