@@ -51,7 +51,8 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
          ("mk2",     2, 2, 2, 2, 1, 64, 1, False, 2),
          ("mk4",     2, 2, 2, 2, 1, 64, 1, False, 4),
          ("mk4b",    2, 2, 2, 2, 1, 128, 1, False, 4),
-         ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4)]
+         ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4),
+         ("r",       1, 2, 2, 2, 1, 64, 1, False, 4)]
 
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"

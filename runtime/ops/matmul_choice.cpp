@@ -3,8 +3,10 @@
 #include "matmul_choice.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <iterator>
+#include <tuple>
 #include <utility>
 
 #include "op_utils.h"  // variant_named
@@ -141,17 +143,21 @@ bool few_rows_gemv(const MatmulProblem& p, const Settings& s, const TileConfig& 
 // The default (the H100 sweeps, benchmarks/results/coopmm_splitk_h100_2026-11-25.md):
 // w2 (128 x 256) once its tiles alone give kCoopMmW2FromGroups workgroups; l64
 // (128 x 128) from kCoopMmL64FromGroups of its tiles (l1 where l64's shared memory
-// does not fit); else, for products of too few tiles to fill the GPU, mk4b (64 x 64
-// tiles whose 4 warp groups split each K step), mk4 where it does not fit (lavapipe's
-// 32 KiB), then l1, m. w and the c2_ variants only forced.
+// does not fit); else, for products of too few tiles to fill the GPU, r (32 x 64
+// tiles whose 4 warp groups split each K step) while its tiles stay under
+// kCoopMmRBelowGroups (ViT-tiny's 197-row linears: benchmarks/results/
+// small_linears_h200_2026-11-28.md), then mk4b (64 x 64, the same K split), mk4 where
+// it does not fit (lavapipe's 32 KiB), then l1, m. w and the c2_ variants only forced.
 constexpr const CoopMmVariant& kCoopMmL1 = variant_named(kCoopMmVariants, "l1");
 constexpr const CoopMmVariant& kCoopMmL64 = variant_named(kCoopMmVariants, "l64");
 constexpr const CoopMmVariant& kCoopMmM = variant_named(kCoopMmVariants, "m");
 constexpr const CoopMmVariant& kCoopMmW2 = variant_named(kCoopMmVariants, "w2");
 constexpr const CoopMmVariant& kCoopMmMk4b = variant_named(kCoopMmVariants, "mk4b");
 constexpr const CoopMmVariant& kCoopMmMk4 = variant_named(kCoopMmVariants, "mk4");
+constexpr const CoopMmVariant& kCoopMmR = variant_named(kCoopMmVariants, "r");
 constexpr int64_t kCoopMmW2FromGroups = 96;
 constexpr int64_t kCoopMmL64FromGroups = 64;
+constexpr int64_t kCoopMmRBelowGroups = 128;
 
 int64_t coop_tiles(const MatmulProblem& p, const CoopMmVariant& v) {
   return ((p.N + v.tile_n() - 1) / v.tile_n()) * ((p.M + v.tile_m() - 1) / v.tile_m()) * p.batch;
@@ -187,12 +193,15 @@ const CoopMmVariant* coop_mm_variant(const MatmulProblem& p, const DeviceInfo& d
     if (chosen == nullptr) throw GraphError("VKDELEGATE_COOPMM_TILE=" + s.coopmm_tile + " has no variant");
     if (!fits(*chosen)) return nullptr;
   } else {
-    // (variant, the fewest of its tiles it takes), in order of preference.
-    const std::pair<const CoopMmVariant*, int64_t> order[] = {
-        {&kCoopMmW2, kCoopMmW2FromGroups}, {&kCoopMmL64, kCoopMmL64FromGroups}, {&kCoopMmL1, kCoopMmL64FromGroups},
-        {&kCoopMmMk4b, 0}, {&kCoopMmMk4, 0}, {&kCoopMmL1, 0}, {&kCoopMmM, 0}};
-    for (const auto& [v, from] : order) {
-      if (coop_tiles(p, *v) >= from && fits(*v)) {
+    // (variant, the fewest of its tiles it takes, the most), in order of preference.
+    constexpr int64_t any = INT64_MAX;
+    const std::tuple<const CoopMmVariant*, int64_t, int64_t> order[] = {
+        {&kCoopMmW2, kCoopMmW2FromGroups, any}, {&kCoopMmL64, kCoopMmL64FromGroups, any},
+        {&kCoopMmL1, kCoopMmL64FromGroups, any}, {&kCoopMmR, 0, kCoopMmRBelowGroups - 1},
+        {&kCoopMmMk4b, 0, any}, {&kCoopMmMk4, 0, any}, {&kCoopMmL1, 0, any}, {&kCoopMmM, 0, any}};
+    for (const auto& [v, from, most] : order) {
+      const int64_t tiles = coop_tiles(p, *v);
+      if (tiles >= from && tiles <= most && fits(*v)) {
         chosen = v;
         break;
       }
