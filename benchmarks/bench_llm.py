@@ -105,7 +105,9 @@ def summarize(results):
     """The results as a markdown table (issue 16's "Fast" figures) and the decode profile."""
     m = results["manifest"]
     shape = m["shape"]
-    embedding = shape["vocab"] * shape["dim"] * 4  # a float32 table; decode reads one row of it
+    # The token embedding's bytes (decode reads one row of it): a float32 table, or GGUF Q4_0's blocks
+    # repacked onto the int4 layout (20 bytes per 32 values: backends/gguf_repack.py).
+    embedding = shape["vocab"] * shape["dim"] * (20 / 32 if m["quant"] == "q4_0" else 4)
     lines = [f"Llama shape {shape}, {m['quant']} group {m['group_size']} (periodic random weights), "
              f"max_seq_len {m['max_seq_len']}, {m['steps']} decode steps x {m['runs']} generations per prompt.", "",
              "| figure | vkdelegate | " + " | ".join(f"PyTorch fp16 {k}" for k in results["torch"]) + " |",
@@ -175,6 +177,9 @@ def main():
     ap.add_argument("--summarize", help="print the table of an llm_results.json")
     ap.add_argument("--ours-only", action="store_true",
                     help="leave PyTorch's side out (it does not depend on our .pte: a second bundle of one run)")
+    ap.add_argument("--pte", help="another program of the bundle (make_llm_bundle.py --extra-pte) instead of the "
+                    "manifest's: the same model quantized another way, say")
+    ap.add_argument("--quant", help="with --pte: its quantization, for the table")
     args = ap.parse_args()
     if args.summarize:
         with open(args.summarize) as f:
@@ -188,6 +193,8 @@ def main():
         print("RESULT " + json.dumps(torch_side(shape, max_seq_len, prompts, steps, runs, args.torch_mode)))
         return
     os.makedirs(args.out, exist_ok=True)
+    if args.pte:
+        manifest = dict(manifest, pte=os.path.basename(args.pte), quant=args.quant or f"{manifest['quant']}?")
     results = {"manifest": manifest, "ours": {}, "torch": {}}
     pte = os.path.join(HERE, manifest["pte"])
     for prompt in prompts:
