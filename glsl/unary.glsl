@@ -2,7 +2,7 @@
 // The _int64 variants (CHECKED), where the graph stores int64 as int32, report int64 results outside
 // int32 (fault.glslh).
 // dtypes: f32 f16 i32 i64
-// variant unary_relu: F(x)=(x<T(0)?T(0):x)
+// variant unary_relu: F(x)=relu_nan(x)
 // variant unary_neg: F(x)=(-x)
 // variant unary_abs: F(x)=abs(x)
 // variant unary_sign: F(x)=sign_nan(x)
@@ -57,6 +57,7 @@ float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 #include "activation.glslh"
 // clamp that keeps NaN, as torch.clamp does.
 float clamp_nan(float x) { return isnan(x) ? x : min(max(x, p.a), p.b); }
+float relu_nan(float x) { return relu_keep_nan(x); }
 float sign_nan(float x) { return isnan(x) ? 0.0 : sign(x); }  // torch: sign(NaN) = 0
 
 // GLSL leaves log and sqrt undefined outside their domains; torch (IEEE) does not.
@@ -82,6 +83,7 @@ float elu(float x) { return x > 0.0 ? p.b * x : p.b * p.a * (exp(x * p.c) - 1.0)
 #else
 CT clamp_nan(CT x) { return min(max(x, INT_PARAM(p.int_min, p.int_min_hi)), INT_PARAM(p.int_max, p.int_max_hi)); }
 CT sign_nan(CT x) { return sign(x); }
+CT relu_nan(CT x) { return max(x, CT(0)); }
 #endif
 
 void main() {

@@ -1536,7 +1536,8 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "sub": _sub_samples,
     "mul": _mul_samples,
     "div": _div_samples,
-    "relu": _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)),
+    "relu": _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)
+                    + [SampleCase("edge_values_9x11", _Call(torch.relu), (_edge(9, 11),))]),  # NaN stays NaN
     "sigmoid": _seeded(lambda: _unary_cases(torch.sigmoid)),
     "tanh": _seeded(lambda: _unary_cases(torch.tanh)),
     "gelu": _gelu_samples,
