@@ -42,8 +42,12 @@ void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stage, VkAccessFlags 
 // Every use of the device by the eager path takes this lock (recursive: a run that goes
 // through the host calls the copies).
 std::recursive_mutex g_mutex;
+// The Vulkan objects below live as long as the process, like the runtime's Context: never
+// destroyed by a static destructor, which runs after the driver's own exit handlers (the NVIDIA
+// driver then crashes the process at exit). Tensors and graphs Python frees at shutdown still
+// release theirs, before the driver goes.
 // Copies and staging: one command buffer each, submitted and waited for.
-std::unique_ptr<CommandStream> g_stream;
+std::unique_ptr<CommandStream>& g_stream = *new std::unique_ptr<CommandStream>;
 
 // Queued ops: one-op graphs recorded into one command buffer, submitted and waited for at the
 // next sync point (a read or write by the host, a copy, a run through the host, flush()) or
@@ -58,7 +62,7 @@ struct Queue {
   std::unordered_set<const Buffer*> used;
   std::vector<std::unique_ptr<Buffer>> staging;  // uploads recorded in the queue
 };
-Queue g_queue;
+Queue& g_queue = *new Queue;
 size_t g_queue_limit = 64;  // 0: each op submitted and waited for
 uint64_t g_submits = 0;     // command buffers of queued ops submitted
 
