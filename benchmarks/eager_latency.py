@@ -1,21 +1,30 @@
 """Per-op latency of the eager vulkan device (vkdelegate.eager), cached, result synchronised.
 
-    python3 benchmarks/eager_latency.py [--repeats 200]
+    python3 benchmarks/eager_latency.py [--repeats 200] [--json FILE]
 
 Cases (issue 20's): add of two 64x64 tensors; mm 64x64x64; a chain of 100 small ops
-(alternating add and mul on 64x64). Each is timed after a warm-up call (the one-op graphs
-built and cached), per call, with the result copied to the host at the end of each timed run
-(which waits for the ops), twice: ops queued into one command buffer (the default), and each
-op submitted and waited for (queue_limit(0)). Also: the first call of each op (graph build and
-load), and PyTorch CPU eager of the same calls, timed the same way.
+(alternating add and mul on 64x64); the examples' mlp and transformer_block models (inference).
+Each is timed after a warm-up call (the one-op graphs built and cached), per call, with the
+result copied to the host at the end of each timed run (which waits for the ops), twice: ops
+queued into one command buffer (the default), and each op submitted and waited for
+(queue_limit(0)). Also: the first call (graph builds and loads), and PyTorch CPU eager and,
+where torch has CUDA, PyTorch CUDA eager of the same calls, timed the same way (the result's
+.cpu() included); the models' max relative error against the CPU.
 """
 import argparse
+import copy
+import json
+import os
 import statistics
+import sys
 import time
 
 import torch
 
 import vkdelegate.eager as eager
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from models import MODELS  # noqa: E402  (plain torch: the examples' model definitions)
 
 
 def _time(fn, repeats: int) -> float:
@@ -38,35 +47,99 @@ def _chain(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     torch.manual_seed(0)
+    cuda = torch.cuda.is_available()
     a_cpu, b_cpu = torch.randn(64, 64), torch.randn(64, 64) * 0.01
-    a, b = a_cpu.to("vulkan"), b_cpu.to("vulkan")
     cases = {
-        "add 64x64": lambda x, y: torch.add(x, y),
-        "mm 64^3": lambda x, y: torch.mm(x, y),
-        "chain of 100 ops": _chain,
+        "add 64x64": (lambda x, y: torch.add(x, y), (a_cpu, b_cpu), 1),
+        "mm 64^3": (lambda x, y: torch.mm(x, y), (a_cpu, b_cpu), 1),
+        "chain of 100 ops": (_chain, (a_cpu, b_cpu), 100),
     }
-    print(f"device: {eager.device_name()}; torch {torch.__version__}; median of {args.repeats}")
+    for name in ("mlp", "transformer_block"):
+        model, inputs = MODELS[name]()
+        cases[name] = (model, tuple(inputs), 0)
+    print(f"device: {eager.device_name()}; torch {torch.__version__}"
+          + (f", CUDA: {torch.cuda.get_device_name()}" if cuda else "") + f"; median of {args.repeats}")
     print("| case | first call (ms) | vulkan, queued: per call (ms) | per op | vulkan, one submit per op: per call "
-          "(ms) | per op | CPU eager per call (ms) |")
-    print("|---|---|---|---|---|---|---|")
+          "(ms) | per op | CPU eager per call (ms) | CUDA eager per call (ms) | vulkan queued / CUDA | max rel err |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     with torch.no_grad():
-        for name, fn in cases.items():
+        for name, (fn, inputs_cpu, ops) in cases.items():
+            on = {}
+            for dev in ("vulkan",) + (("cuda",) if cuda else ()):
+                model = copy.deepcopy(fn).to(dev) if isinstance(fn, torch.nn.Module) else fn  # .to() moves in place
+                on[dev] = (model, [t.to(dev) for t in inputs_cpu])
+            call = {dev: (lambda f=f, x=x: f(*x).cpu()) for dev, (f, x) in on.items()}
             eager.clear_cache()
             start = time.perf_counter()
-            fn(a, b).cpu()
+            got = call["vulkan"]()
             first = time.perf_counter() - start
-            repeats = max(args.repeats // 20, 5) if "chain" in name else args.repeats
-            queued = _time(lambda: fn(a, b).cpu(), repeats)
+            repeats = max(args.repeats // 20, 5) if ops == 100 or ops == 0 else args.repeats
+            queued = _time(call["vulkan"], repeats)
             previous = eager.queue_limit(0)
-            each = _time(lambda: fn(a, b).cpu(), repeats)
+            each = _time(call["vulkan"], repeats)
             eager.queue_limit(previous)
-            cpu = _time(lambda: fn(a_cpu, b_cpu), repeats)
-            ops = 100 if "chain" in name else 1
-            print(f"| {name} | {first * 1e3:.2f} | {queued * 1e3:.3f} | {queued / ops * 1e3:.3f} | {each * 1e3:.3f} | "
-                  f"{each / ops * 1e3:.3f} | {cpu * 1e3:.3f} |")
-    print(f"cache: {eager.cache_stats()}")
+            want = fn(*inputs_cpu)
+            cpu = _time(lambda: fn(*inputs_cpu), repeats)
+            err = ((got - want).abs().max() / want.abs().max()).item()
+            row = {"case": name, "first_ms": first * 1e3, "queued_ms": queued * 1e3, "each_ms": each * 1e3,
+                   "cpu_ms": cpu * 1e3, "ops": ops, "max_rel_err": err}
+            if cuda:
+                call["cuda"]()
+                row["cuda_ms"] = _time(call["cuda"], repeats) * 1e3
+            rows.append(row)
+            per = (lambda t: f"{t / ops:.3f}") if ops else (lambda t: "")
+            print(f"| {name} | {row['first_ms']:.2f} | {row['queued_ms']:.3f} | {per(row['queued_ms'])} | "
+                  f"{row['each_ms']:.3f} | {per(row['each_ms'])} | {row['cpu_ms']:.3f} | "
+                  + (f"{row['cuda_ms']:.3f} | {row['queued_ms'] / row['cuda_ms']:.2f}x" if cuda else " | ")
+                  + f" | {err:.1e} |", flush=True)
+    # Where a queued op's host time goes: the chain again, the native run (the one-op graph's sizes,
+    # its dispatches and copies recorded into the queue) timed apart from the rest (Python's
+    # dispatch: the cache key, arguments, the output's allocation).
+    from vkdelegate.eager import dispatch
+
+    native = dispatch._vkdelegate._eager_run
+    spent = []
+
+    def timed_run(*a):
+        start = time.perf_counter()
+        try:
+            return native(*a)
+        finally:
+            spent.append(time.perf_counter() - start)
+
+    class Proxy:
+        def __getattr__(self, name):
+            return timed_run if name == "_eager_run" else getattr(dispatch._vkdelegate_module, name)
+
+    dispatch._vkdelegate_module, dispatch._vkdelegate = dispatch._vkdelegate, Proxy()
+    try:
+        a, b = a_cpu.to("vulkan"), b_cpu.to("vulkan")
+        with torch.no_grad():
+            _chain(a, b).cpu()
+            spent.clear()
+            rounds = 20
+            start = time.perf_counter()
+            for _ in range(rounds):
+                _chain(a, b)
+            eager.synchronize()
+            total = time.perf_counter() - start
+    finally:
+        dispatch._vkdelegate = dispatch._vkdelegate_module
+    ops = 100 * rounds
+    breakdown = {"per_op_us": total / ops * 1e6, "native_run_us": sum(spent) / len(spent) * 1e6}
+    print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host, of which the native run "
+          f"(record the graph and its copies) {breakdown['native_run_us']:.1f} us; the rest is Python's dispatch")
+    stats = eager.cache_stats()
+    print(f"cache: {stats}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": eager.device_name(), "torch": torch.__version__, "breakdown": breakdown,
+                       "cuda": torch.cuda.get_device_name() if cuda else None, "rows": rows,
+                       "cache": {k: v for k, v in stats.items() if isinstance(v, (int, float, str, list))}}, f, indent=1)
 
 
 if __name__ == "__main__":

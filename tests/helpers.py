@@ -9,7 +9,6 @@ import pytest
 import torch
 from executorch.exir import EdgeProgramManager, to_edge_transform_and_lower
 from executorch.exir.lowered_backend_module import LoweredBackendModule
-from executorch.runtime import Runtime
 
 import vkdelegate.runtime  # noqa: F401  (registers the backend)
 from vkdelegate.examples.models import MODELS
@@ -171,7 +170,10 @@ def output_dtypes(edge_manager) -> List[torch.dtype]:
 def load_method(pte: bytes):
     """The program's forward method. ExecuTorch's Python Method does not keep its
     Program alive, and executing it after the Program is gone reads freed memory:
-    the Program rides along on the method's Python object."""
+    the Program rides along on the method's Python object. (Imported here: the eager device's GPU
+    run, benchmarks/eager_gpu.sh, reads this module's tolerances without ExecuTorch's runtime.)"""
+    from executorch.runtime import Runtime
+
     program = Runtime.get().load_program(pte)
     method = program.load_method("forward")
     method.program = program
