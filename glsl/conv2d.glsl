@@ -70,7 +70,7 @@ void main() {
       if (ow0 + t >= p.OW) continue;
       float v = acc[j][t] + b;
       if (p.has_residual != 0) v += float(res_data[obase + ow0 + t]);
-      if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+      if (p.has_clamp != 0) v = clamp_keep_nan(v, p.out_min, p.out_max);
       out_data[obase + ow0 + t] = T(v);
     }
   }

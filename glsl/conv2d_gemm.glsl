@@ -162,7 +162,7 @@ void main() {
       const int o = (n * p.OC + c) * npix + pix;
       float v = acc[i][j] + b;
       if (p.has_residual != 0) v += float(res_data[o]);
-      if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+      if (p.has_clamp != 0) v = clamp_keep_nan(v, p.out_min, p.out_max);
       out_data[o] = T(v);
     }
   }

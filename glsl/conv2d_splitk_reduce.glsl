@@ -25,6 +25,6 @@ void main() {
   for (int s = 1; s < p.splits; ++s) v += part_data[s * p.total + o];
   if (p.has_bias != 0) v += float(bias_data[(o / p.npix) % p.OC]);
   if (p.has_residual != 0) v += float(res_data[o]);
-  if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+  if (p.has_clamp != 0) v = clamp_keep_nan(v, p.out_min, p.out_max);
   out_data[o] = T(v);
 }

@@ -72,7 +72,7 @@ void store4(int c, int gm, int ob, vec4 v) {
   if (vec_out) {
     const int o = ob + c * npix;
     if (p.has_residual != 0) v += res4[o >> 2];
-    if (p.has_clamp != 0) v = clamp(v, p.out_min, p.out_max);
+    if (p.has_clamp != 0) v = clamp_keep_nan(v, p.out_min, p.out_max);
     out4[o >> 2] = v;
     return;
   }
@@ -83,7 +83,7 @@ void store4(int c, int gm, int ob, vec4 v) {
     const int o = (n * p.OC + c) * npix + (g - n * npix);
     float x = v[j];
     if (p.has_residual != 0) x += res_data[o];
-    if (p.has_clamp != 0) x = clamp(x, p.out_min, p.out_max);
+    if (p.has_clamp != 0) x = clamp_keep_nan(x, p.out_min, p.out_max);
     out_data[o] = x;
   }
 }

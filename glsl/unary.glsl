@@ -56,7 +56,7 @@ float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
 #include "activation.glslh"
 // clamp that keeps NaN, as torch.clamp does.
-float clamp_nan(float x) { return isnan(x) ? x : min(max(x, p.a), p.b); }
+float clamp_nan(float x) { return clamp_keep_nan(x, p.a, p.b); }
 float relu_nan(float x) { return relu_keep_nan(x); }
 float sign_nan(float x) { return isnan(x) ? 0.0 : sign(x); }  // torch: sign(NaN) = 0
 
@@ -68,7 +68,7 @@ float safe_log(float x) {
 }
 float safe_sqrt(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
 
-float hard_sigmoid(float x) { return clamp(x + 3.0, 0.0, 6.0) / 6.0; }
+float hard_sigmoid(float x) { return isnan(x) ? x : clamp(x + 3.0, 0.0, 6.0) / 6.0; }  // clamp drops NaN
 
 // log(1 + u), accurate for small u (Goldberg's trick).
 float log1p_accurate(float u) {

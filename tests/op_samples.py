@@ -166,7 +166,8 @@ def _unary_cases(fn: Callable, prefix: str = "") -> List[SampleCase]:
 @_seeded
 def _gelu_samples() -> List[SampleCase]:
     gelu = torch.nn.functional.gelu
-    return _unary_cases(gelu) + _unary_cases(lambda x: gelu(x, approximate="tanh"), prefix="approximate_tanh_")
+    return (_unary_cases(gelu) + _unary_cases(lambda x: gelu(x, approximate="tanh"), prefix="approximate_tanh_")
+            + [_nan_case(gelu)])
 
 
 @_seeded
@@ -189,6 +190,7 @@ def _hardtanh_samples() -> List[SampleCase]:
         SampleCase("range_-2.5_0.5", _Call(lambda x: hardtanh(x, -2.5, 0.5)), (_values(33, 7, scale=2.0),)),
         SampleCase("rank5", _Call(hardtanh), (_values(2, 1, 3, 5, 3),)),
         SampleCase("size1", _Call(hardtanh), (_values(1, 9, 1),)),
+        _nan_case(hardtanh),
     ]
 
 
@@ -462,6 +464,17 @@ def _edge(*sizes: int, nan: bool = True) -> torch.Tensor:
     if nan:
         flat[8::11] = float("nan")
     return values
+
+
+def _nan_case(fn: Callable, *sizes: int) -> SampleCase:
+    """fn on _wide values with NaN and -0.0 mixed in (no infinities: _edge has those): NaN must stay
+    NaN where torch keeps it. A GPU compiler may turn a select or a clamp into max / min, which drop
+    NaN (NVIDIA's does, lavapipe's not), so these run on the real GPUs too (benchmarks/eager_samples.py)."""
+    sizes = sizes or (9, 11)
+    values = _wide(*sizes)
+    values.view(-1)[6::11] = -0.0
+    values.view(-1)[8::11] = float("nan")
+    return SampleCase("nan_" + "x".join(map(str, sizes)), _Call(fn), (values,))
 
 
 def _positive(*sizes: int) -> torch.Tensor:
@@ -824,6 +837,7 @@ def _conv2d_clamp_samples() -> List[SampleCase]:
                    (_values(1, 8, 9, 9, scale=4.0),)),
         SampleCase("conv1d_clamp_no_bias", ConvClamp(nn.Conv1d(3, 5, 3, bias=False), -0.5, 0.25),
                    (_values(2, 3, 13),)),
+        _nan_case(ConvClamp(nn.Conv2d(3, 5, 3, padding=1), 0.0, 6.0), 2, 3, 7, 9),  # relu6 of NaN is NaN
         # The implicit-GEMM kernels: wide tiles at larger batch, split-K tiles at batch 1.
         SampleCase("gemm_batch4_relu", ConvClamp(nn.Conv2d(8, 67, 3, padding=1), 0.0, inf),
                    (_values(4, 8, 13, 11),)),
@@ -848,6 +862,7 @@ def _max_pool2d_samples() -> List[SampleCase]:
         SampleCase("dilation2_pad1", nn.MaxPool2d(3, 1, 1, dilation=2), (_values(1, 3, 9, 7),)),
         SampleCase("unbatched_wide", nn.MaxPool2d(2, 2), (_wide(3, 6, 6),)),
         SampleCase("with_indices", nn.MaxPool2d(3, 2, 1, return_indices=True), (_values(2, 3, 7, 7),)),
+        _nan_case(nn.MaxPool2d(2, 2, return_indices=True), 1, 3, 6, 8),  # NaN wins its window, as in torch
     ]
 
 
@@ -1538,8 +1553,8 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "div": _div_samples,
     "relu": _seeded(lambda: _unary_cases(torch.relu) + _int_cases(torch.relu)
                     + [SampleCase("edge_values_9x11", _Call(torch.relu), (_edge(9, 11),))]),  # NaN stays NaN
-    "sigmoid": _seeded(lambda: _unary_cases(torch.sigmoid)),
-    "tanh": _seeded(lambda: _unary_cases(torch.tanh)),
+    "sigmoid": _seeded(lambda: _unary_cases(torch.sigmoid) + [_nan_case(torch.sigmoid)]),
+    "tanh": _seeded(lambda: _unary_cases(torch.tanh) + [_nan_case(torch.tanh)]),
     "gelu": _gelu_samples,
     "clamp": lambda: _clamp_samples() + _clamp_int_samples(),
     "hardtanh": _hardtanh_samples,
@@ -1548,7 +1563,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "linear": _linear_samples,
     "linear_act": _linear_act_samples,
     "bmm": _bmm_samples,
-    "softmax": _seeded(lambda: _softmax_cases(torch.softmax)),
+    "softmax": _seeded(lambda: _softmax_cases(torch.softmax) + [_nan_case(lambda x: torch.softmax(x, -1))]),
     "log_softmax": _seeded(lambda: _softmax_cases(torch.log_softmax)),
     "view_copy": _view_samples,
     "permute_copy": _permute_samples,
@@ -1590,8 +1605,8 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
                  SampleCase("halves", _Call(torch.round), (torch.arange(-10, 11) * 0.5,))]),
     "erf": _seeded(lambda: _math_cases(torch.erf)),
     "silu": _seeded(lambda: _math_cases(torch.nn.functional.silu)),
-    "hardswish": _seeded(lambda: _math_cases(torch.nn.functional.hardswish, nan=False)),
-    "hardsigmoid": _seeded(lambda: _math_cases(torch.nn.functional.hardsigmoid, nan=False)),
+    "hardswish": _seeded(lambda: _math_cases(torch.nn.functional.hardswish)),
+    "hardsigmoid": _seeded(lambda: _math_cases(torch.nn.functional.hardsigmoid)),
     "leaky_relu": _seeded(lambda: _math_cases(torch.nn.functional.leaky_relu)
                           + [SampleCase("slope_0.2", _Call(lambda x: torch.nn.functional.leaky_relu(x, 0.2)),
                                         (_values(7, 13),))]),
