@@ -222,10 +222,15 @@ int eager_read(const void* buffer, uint64_t offset, void* dst, uint64_t nbytes) 
     }
     Context& ctx = context();
     Buffer staging(ctx, nbytes, MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
-    run_commands(ctx, [&](VkCommandBuffer cmd) {
-      VkBufferCopy region{offset, 0, nbytes};
-      vkCmdCopyBuffer(cmd, b->handle(), staging.handle(), 1, &region);
-    });
+    const VkBufferCopy region{offset, 0, nbytes};
+    if (g_queue.open) {
+      // After queued ops (the usual .cpu() of a result): the read-back joins their command buffer,
+      // so one submit and wait serves both (flush_locked's last barrier makes it visible to the host).
+      vkCmdCopyBuffer(queue_commands(), b->handle(), staging.handle(), 1, &region);
+      flush_locked();
+    } else {
+      run_commands(ctx, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, b->handle(), staging.handle(), 1, &region); });
+    }
     std::memcpy(dst, staging.mapped(), nbytes);
   });
 }
