@@ -109,16 +109,27 @@ def _leaves(args: tuple, kwargs: dict) -> List[Any]:
     return out
 
 
-def _check_call(name: str, args: tuple, kwargs: dict) -> None:
+def _check_call(name: str, leaves: List[Any]) -> bool:
+    """Raises for a backward pass or tensors on another device; whether any argument is a scalar
+    (a Python number or a 0-dim CPU tensor) that _scalars_to_device must move."""
     if torch._C._current_graph_task_id() != -1:
         raise RuntimeError(
             f"vulkan device: {name} in a backward pass: autograd is not supported on the eager vulkan "
             "device (run the model under torch.no_grad() or torch.inference_mode())")
-    for item in _leaves(args, kwargs):
-        if isinstance(item, torch.Tensor) and not _is_device(item) and not (item.device.type == "cpu" and item.dim() == 0):
-            raise RuntimeError(
-                f"vulkan device: {name} got tensors on vulkan and on {item.device}; move them to one device "
-                "(a 0-dim CPU tensor is the one exception)")
+    scalars = False
+    for item in leaves:
+        if isinstance(item, torch.Tensor):
+            device = item.device.type
+            if device == DEVICE:
+                continue
+            if not (device == "cpu" and item.dim() == 0):
+                raise RuntimeError(
+                    f"vulkan device: {name} got tensors on vulkan and on {item.device}; move them to one device "
+                    "(a 0-dim CPU tensor is the one exception)")
+            scalars = True
+        elif isinstance(item, (bool, int, float)):
+            scalars = True
+    return scalars
 
 
 def _warn_once(name: str, reason: str) -> None:
@@ -150,6 +161,17 @@ def _same_kind(a: torch.dtype, b: torch.dtype) -> bool:
     return a.is_floating_point == b.is_floating_point and (a == torch.bool) == (b == torch.bool)
 
 
+_tensor_arguments: Dict[Any, Tuple[bool, ...]] = {}
+
+
+def _tensor_positions(op) -> Tuple[bool, ...]:
+    """Per schema argument of op, whether its type is Tensor (once per op: str() of a type is slow)."""
+    positions = _tensor_arguments.get(op)
+    if positions is None:
+        positions = _tensor_arguments[op] = tuple(str(a.type) == "Tensor" for a in op._schema.arguments)
+    return positions
+
+
 def _scalars_to_device(op, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
     """Scalars where the schema wants a tensor as device tensors: 0-dim CPU tensors, and Python
     numbers (a number PyTorch wrapped in a tensor reaches a Python kernel as the number). They
@@ -166,8 +188,8 @@ def _scalars_to_device(op, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
         return item
 
     args = list(args)
-    for index, argument in enumerate(op._schema.arguments[:len(args)]):
-        if str(argument.type) == "Tensor" or isinstance(args[index], torch.Tensor):
+    for index, is_tensor in enumerate(_tensor_positions(op)[:len(args)]):
+        if is_tensor or isinstance(args[index], torch.Tensor):
             args[index] = move(args[index])
     kwargs = {name: move(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()}
     return tuple(args), kwargs
@@ -192,9 +214,11 @@ def _meta(item: Any):
 
 
 def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
-    _check_call(name, args, kwargs)
-    args, kwargs = _scalars_to_device(op, args, kwargs)
-    tensors = [item for item in _leaves(args, kwargs) if isinstance(item, torch.Tensor)]
+    leaves = _leaves(args, kwargs)
+    if _check_call(name, leaves):  # numbers or 0-dim CPU tensors among the arguments
+        args, kwargs = _scalars_to_device(op, args, kwargs)
+        leaves = _leaves(args, kwargs)
+    tensors = [item for item in leaves if isinstance(item, torch.Tensor)]
     if any(item.numel() == 0 for item in tensors):
         return _cpu_fallback(op, name, args, kwargs, "an empty tensor")
     key = (name, _key_of(args), _key_of(tuple(sorted(kwargs.items()))))
