@@ -77,7 +77,7 @@ def main() -> None:
             start = time.perf_counter()
             got = call["vulkan"]()
             first = time.perf_counter() - start
-            repeats = max(args.repeats // 20, 5) if ops == 100 or ops == 0 else args.repeats
+            repeats = args.repeats if ops == 1 else max(args.repeats // 20, 5)  # chains and models: fewer
             queued = _time(call["vulkan"], repeats)
             previous = eager.queue_limit(0)
             each = _time(call["vulkan"], repeats)
@@ -98,29 +98,27 @@ def main() -> None:
                   + f" | {err:.1e} |", flush=True)
     # Where a queued op's host time goes: the chain again, the native run (the one-op graph's sizes,
     # its dispatches and copies recorded into the queue) timed apart from the rest (Python's
-    # dispatch: the cache key, arguments, the output's allocation).
+    # dispatch: the cache key, arguments, the output's allocation). A run that fills the queue also
+    # submits it and waits (every 64 ops): those are counted apart.
     from vkdelegate.eager import dispatch
 
-    native = dispatch._vkdelegate._eager_run
-    spent = []
+    module = dispatch._vkdelegate
+    native = module._eager_run
+    recorded, flushed = [], []
 
     def timed_run(*a):
-        start = time.perf_counter()
+        submits, start = module._eager_submits(), time.perf_counter()
         try:
             return native(*a)
         finally:
-            spent.append(time.perf_counter() - start)
+            (flushed if module._eager_submits() != submits else recorded).append(time.perf_counter() - start)
 
-    class Proxy:
-        def __getattr__(self, name):
-            return timed_run if name == "_eager_run" else getattr(dispatch._vkdelegate_module, name)
-
-    dispatch._vkdelegate_module, dispatch._vkdelegate = dispatch._vkdelegate, Proxy()
+    module._eager_run = timed_run
     try:
         a, b = a_cpu.to("vulkan"), b_cpu.to("vulkan")
         with torch.no_grad():
             _chain(a, b).cpu()
-            spent.clear()
+            recorded.clear(), flushed.clear()
             rounds = 20
             start = time.perf_counter()
             for _ in range(rounds):
@@ -128,11 +126,16 @@ def main() -> None:
             eager.synchronize()
             total = time.perf_counter() - start
     finally:
-        dispatch._vkdelegate = dispatch._vkdelegate_module
+        module._eager_run = native
     ops = 100 * rounds
-    breakdown = {"per_op_us": total / ops * 1e6, "native_run_us": sum(spent) / len(spent) * 1e6}
-    print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host, of which the native run "
-          f"(record the graph and its copies) {breakdown['native_run_us']:.1f} us; the rest is Python's dispatch")
+    native_total = sum(recorded) + sum(flushed)
+    breakdown = {"per_op_us": total / ops * 1e6, "native_run_us": native_total / ops * 1e6,
+                 "record_us": sum(recorded) / len(recorded) * 1e6, "flushes": len(flushed),
+                 "flush_us": sum(flushed) / max(len(flushed), 1) * 1e6}
+    print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host: the native run "
+          f"{breakdown['native_run_us']:.1f} us (recording the graph and its copies {breakdown['record_us']:.1f} us; "
+          f"{breakdown['flushes']} runs also submitted the queue and waited, {breakdown['flush_us']:.0f} us each), "
+          "the rest Python's dispatch")
     stats = eager.cache_stats()
     print(f"cache: {stats}")
     if args.json:
