@@ -71,13 +71,13 @@ def cache_stats() -> Dict[str, Any]:
     """One-op graphs built, cache hits and misses (a miss builds a graph or finds the op must
     fall back), calls that ran on the CPU (through either fallback), the ops that did, and the
     command buffers of queued ops submitted since the process began."""
-    native_calls = sum(_C.fallback_counts().values())
+    native = _C.fallback_counts()  # op name -> calls, of the C++ fallback
     with _lock:
         stats = dict(_stats)
         stats["cached_keys"] = len(_cache)
-        stats["fallback_calls"] += native_calls - _native_fallback_base
+        stats["fallback_calls"] += sum(native.values()) - _native_fallback_base
     stats["queue_submits"] = _vkdelegate._eager_submits()
-    stats["fallback_ops"] = sorted(set(_warned) | set(_C.fallback_ops()))
+    stats["fallback_ops"] = sorted(set(_warned) | set(native))
     return stats
 
 

@@ -309,12 +309,6 @@ PYBIND11_MODULE(_C, m) {
     at::RegisterPrivateUse1HooksInterface(&hooks);
     c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_allocator);
   }, py::arg("table"), "Connects the device to the runtime's device table (vkdelegate.eager does this on import).");
-  m.def("fallback_ops", [] {
-    std::lock_guard<std::mutex> lock(g_warned_mutex);
-    std::vector<std::string> names;
-    for (const auto& item : g_warned) names.push_back(item.first);
-    return names;
-  }, "The ops that ran on the CPU through the fallback so far.");
   m.def("fallback_counts", [] {
     std::lock_guard<std::mutex> lock(g_warned_mutex);
     return g_warned;
