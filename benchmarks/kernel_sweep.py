@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """Kernel choices across whole models, on the GPU machine: the C++ runner on each program under each
 setting (environment variables), whole-call latency and one profiled execute, and per program a table
-of the dispatches grouped by (op, output shape): their summed GPU time under each setting. For finding which kernel a product of a given shape should take.
+of the dispatches grouped by (op, output shape): their summed GPU time under each setting. For
+finding which kernel a product of a given shape should take.
 
     python3 kernel_sweep.py --out $OUT/ks --models vit_tiny_fp16.pte mlp_fp16.pte \\
         --settings default:- mk4:VKDELEGATE_COOPMM_TILE=mk4 float:VKDELEGATE_NO_COOPMAT=1 --ops linear mm
 
-A setting is LABEL:ENV=V+ENV=V ("-": none; RUNNER=FILE runs another runner binary). Run from a bundle's folder after run_gpu.sh unpacked it
-(gpu_vulkan.sh's loader set-up in the environment). Profiled times hold a barrier after every dispatch.
+A setting is LABEL:ENV=V+ENV=V ("-": none; RUNNER=FILE runs another runner binary). Run from a
+bundle's folder after run_gpu.sh unpacked it (gpu_vulkan.sh's loader set-up in the environment).
+Profiled times hold a barrier after every dispatch.
 """
 import argparse
 import json
 import os
-import statistics
 import subprocess
 from collections import OrderedDict
 
