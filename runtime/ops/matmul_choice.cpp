@@ -3,7 +3,7 @@
 #include "matmul_choice.h"
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <tuple>
