@@ -96,46 +96,31 @@ def main() -> None:
                   f"{row['each_ms']:.3f} | {per(row['each_ms'])} | {row['cpu_ms']:.3f} | "
                   + (f"{row['cuda_ms']:.3f} | {row['queued_ms'] / row['cuda_ms']:.2f}x" if cuda else " | ")
                   + f" | {err:.1e} |", flush=True)
-    # Where a queued op's host time goes: the chain again, the native run (the one-op graph's sizes,
-    # its dispatches and copies recorded into the queue) timed apart from the rest (Python's
-    # dispatch: the cache key, arguments, the output's allocation). A run that fills the queue also
-    # submits it and waits (every 64 ops): those are counted apart.
-    from vkdelegate.eager import dispatch
+    # Where a queued op's host time goes: the chain again, split into the queue's submits and waits
+    # (one per 64 ops and one at the end: the GPU's time for them, and the driver's submit) and the
+    # rest (the dispatch: the C++ kernel's cache key and outputs, the graph's sizes, its dispatches
+    # and copies recorded into the queue; and Python's call of each op).
+    from vkdelegate.runtime import _vkdelegate
 
-    module = dispatch._vkdelegate
-    native = module._eager_run
-    recorded, flushed = [], []
-
-    def timed_run(*a):
-        submits, start = module._eager_submits(), time.perf_counter()
-        try:
-            return native(*a)
-        finally:
-            (flushed if module._eager_submits() != submits else recorded).append(time.perf_counter() - start)
-
-    module._eager_run = timed_run
-    try:
-        a, b = a_cpu.to("vulkan"), b_cpu.to("vulkan")
-        with torch.no_grad():
-            _chain(a, b).cpu()
-            recorded.clear(), flushed.clear()
-            rounds = 20
-            start = time.perf_counter()
-            for _ in range(rounds):
-                _chain(a, b)
-            eager.synchronize()
-            total = time.perf_counter() - start
-    finally:
-        module._eager_run = native
+    a, b = a_cpu.to("vulkan"), b_cpu.to("vulkan")
+    with torch.no_grad():
+        _chain(a, b).cpu()
+        rounds = 20
+        submits, waited = _vkdelegate._eager_submits()
+        start = time.perf_counter()
+        for _ in range(rounds):
+            _chain(a, b)
+        eager.synchronize()
+        total = time.perf_counter() - start
+        submits_after, waited_after = _vkdelegate._eager_submits()
     ops = 100 * rounds
-    native_total = sum(recorded) + sum(flushed)
-    breakdown = {"per_op_us": total / ops * 1e6, "native_run_us": native_total / ops * 1e6,
-                 "record_us": sum(recorded) / len(recorded) * 1e6, "flushes": len(flushed),
-                 "flush_us": sum(flushed) / max(len(flushed), 1) * 1e6}
-    print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host: the native run "
-          f"{breakdown['native_run_us']:.1f} us (recording the graph and its copies {breakdown['record_us']:.1f} us; "
-          f"{breakdown['flushes']} runs also submitted the queue and waited, {breakdown['flush_us']:.0f} us each), "
-          "the rest Python's dispatch")
+    flushes, flush_seconds = submits_after - submits, waited_after - waited
+    breakdown = {"per_op_us": total / ops * 1e6, "dispatch_us": (total - flush_seconds) / ops * 1e6,
+                 "flushes": flushes, "flush_us": flush_seconds / max(flushes, 1) * 1e6,
+                 "flush_per_op_us": flush_seconds / ops * 1e6}
+    print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host: dispatching and recording "
+          f"{breakdown['dispatch_us']:.1f} us, the queue's submits and waits {breakdown['flush_per_op_us']:.1f} us "
+          f"({flushes} of {breakdown['flush_us']:.0f} us each)")
     stats = eager.cache_stats()
     print(f"cache: {stats}")
     if args.json:

@@ -3,9 +3,10 @@
     python3 benchmarks/eager_samples.py [--entries add mm ...] [--json FILE] [--validation]
 
 Runs each case of tests/op_samples.py's SAMPLES (every registry entry, every case, all sizes
-but the truly enormous) twice: a deep copy of its module on the CPU (the reference: stateful
+but the truly enormous) on a deep copy of its module on the CPU (the reference: stateful
 samples, the KV-cache ops, write their buffers, as in tests/op_batches.py output_count) and
-another deep copy moved to the `vulkan` device. Outputs, and the buffers the sample may have
+on two more deep copies moved to the `vulkan` device, one after the other: the first call
+builds the one-op graphs (Python), the second runs them from the C++ kernels' cache. Outputs, and the buffers the sample may have
 written, must match with tests/test_eager.py's tolerances (the delegate's, tests/helpers.py).
 For each entry it reports the cases that matched, mismatched (max abs / rel error), ran an op on
 the CPU (the Python fallback of vkdelegate/eager/dispatch.py, with its reason, or the C++
@@ -159,24 +160,31 @@ def _run_case(entry, case) -> dict:
         reference = copy.deepcopy(case.module).eval()
         with torch.no_grad():
             expected = reference(*copy.deepcopy(case.inputs))
-            module = copy.deepcopy(case.module).eval().to(DEV)
-            inputs = tree_map(lambda item: item.to(DEV) if isinstance(item, torch.Tensor) else item, case.inputs)
-            # Factories in a sample's forward (torch.full, torch.arange with no device) make their
-            # tensors on the device, as a device-generic model would.
-            with torch.device(DEV):
-                got = module(*inputs)
         dtype = next((item.dtype for item in case.inputs if isinstance(item, torch.Tensor)),
                      tree_flatten(expected)[0][0].dtype)
         tolerance = _tolerance(entry, dtype)
-        wants, haves = tree_flatten(expected)[0], tree_flatten(got)[0]
-        problems = [] if len(wants) == len(haves) else [f"{len(haves)} outputs, expected {len(wants)}"]
-        problems += [p for i, (w, h) in enumerate(zip(wants, haves)) if (p := _compare(f"output {i}", w, h, tolerance))]
-        # Buffers the sample writes (a KV cache), and the rest, which must be as they were.
-        device_buffers = dict(module.named_buffers())
-        for name, want in reference.named_buffers():
-            problem = _compare(f"buffer {name}", want, device_buffers.get(name), tolerance)
-            if problem:
-                problems.append(problem)
+        problems = []
+        # Twice: the first call builds the one-op graphs (Python), the second runs them from the C++
+        # kernels' cache.
+        for call in ("", "cached call: "):
+            with torch.no_grad():
+                module = copy.deepcopy(case.module).eval().to(DEV)
+                inputs = tree_map(lambda item: item.to(DEV) if isinstance(item, torch.Tensor) else item, case.inputs)
+                # Factories in a sample's forward (torch.full, torch.arange with no device) make their
+                # tensors on the device, as a device-generic model would.
+                with torch.device(DEV):
+                    got = module(*inputs)
+            wants, haves = tree_flatten(expected)[0], tree_flatten(got)[0]
+            if len(wants) != len(haves):
+                problems.append(f"{call}{len(haves)} outputs, expected {len(wants)}")
+            problems += [call + p for i, (w, h) in enumerate(zip(wants, haves))
+                         if (p := _compare(f"output {i}", w, h, tolerance))]
+            # Buffers the sample writes (a KV cache), and the rest, which must be as they were.
+            device_buffers = dict(module.named_buffers())
+            for name, want in reference.named_buffers():
+                problem = _compare(f"buffer {name}", want, device_buffers.get(name), tolerance)
+                if problem:
+                    problems.append(call + problem)
         torch.vulkan.synchronize()
         if problems:
             result.update(status="mismatch", detail="; ".join(problems))

@@ -61,6 +61,12 @@ def queue_limit(ops: int) -> int:
     return _vkdelegate._eager_queue(ops)
 
 
+def empty_cache() -> None:
+    """Gives back to the device the memory of freed tensors that the device keeps for new
+    tensors (up to 256 MiB), as torch.cuda.empty_cache() does."""
+    _vkdelegate._eager_empty_cache()
+
+
 def _device_module() -> types.ModuleType:
     """What torch._register_device_module wants: torch.vulkan.is_available() and the rest."""
     module = types.ModuleType(f"torch.{DEVICE}")
@@ -69,6 +75,7 @@ def _device_module() -> types.ModuleType:
     module.device_count = device_count
     module.current_device = current_device
     module.synchronize = synchronize
+    module.empty_cache = empty_cache
     module._is_in_bad_fork = lambda: False
     module.manual_seed_all = lambda seed: None  # random factories draw on the CPU generator
     return module
@@ -120,4 +127,4 @@ _register()
 from .dispatch import cache_stats, clear_cache  # noqa: E402  (registers the op kernels)
 
 __all__ = ["DEVICE", "is_available", "device_name", "device_count", "current_device", "synchronize", "queue_limit",
-           "cache_stats", "clear_cache"]
+           "empty_cache", "cache_stats", "clear_cache"]

@@ -1,6 +1,7 @@
 """Ops on the eager vulkan device through the delegate's kernels.
 
-Each op the registry (op_registry.py) covers gets a PrivateUse1 kernel here. A call builds a
+Each op the registry (op_registry.py) covers gets a kernel here (at PrivateUse2, under the C++
+kernel at PrivateUse1 that serves cached calls without Python: csrc/vulkan_device.cpp). A call builds a
 one-op graph the way preprocess does (an fx node of the edge op with meta tensors, the
 registry's checks, GraphIR, memory planning, serialize_graph) once per (op, input sizes and
 dtypes, other arguments), loads it on the runtime, caches it, and runs it on the device
@@ -60,6 +61,9 @@ class _Cached:
                  states: Optional[Dict[int, int]] = None):
         self.graph = graph
         self.outputs = outputs
+        # For the C++ kernels (csrc/ fast_put): the graph's address, the outputs' dtypes by name.
+        self.address = _vkdelegate._eager_graph_address(graph) if graph is not None else 0
+        self.output_names = [None if spec is None else (list(spec[0]), str(spec[1])) for spec in outputs or ()]
         self.multi = multi
         self.reason = reason
         # Tensor arguments (by position among the call's tensors) that are states the op updates in
@@ -72,11 +76,14 @@ def cache_stats() -> Dict[str, Any]:
     fall back), calls that ran on the CPU (through either fallback), the ops that did, and the
     command buffers of queued ops submitted since the process began."""
     native = _C.fallback_counts()  # op name -> calls, of the C++ fallback
+    _, fast_hits = _C.fast_stats()
     with _lock:
         stats = dict(_stats)
+        stats["hits"] += fast_hits  # calls the C++ kernels served from their cache
         stats["cached_keys"] = len(_cache)
         stats["fallback_calls"] += sum(native.values()) - _native_fallback_base
-    stats["queue_submits"] = _vkdelegate._eager_submits()
+    stats["queue_submits"], stats["queue_submit_seconds"] = _vkdelegate._eager_submits()
+    stats["kept_buffers"], stats["kept_bytes"] = _vkdelegate._eager_pool()
     stats["fallback_ops"] = sorted(set(_warned) | set(native))
     return stats
 
@@ -86,6 +93,7 @@ def clear_cache() -> None:
     global _native_fallback_base
     _vkdelegate._eager_flush()  # queued ops may use the graphs
     native_calls = sum(_C.fallback_counts().values())
+    _C.fast_clear()
     with _lock:
         _native_fallback_base = native_calls
         _cache.clear()
@@ -233,6 +241,10 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
                 _stats["graphs"] += 1
     if cached.reason is not None:
         return _cpu_fallback(op, name, args, kwargs, cached.reason)
+    if _C.fast_pending():  # the C++ kernel that called this one keeps the graph for its key
+        _C.fast_put(cached.graph, cached.address, cached.output_names, cached.multi, cached.states,
+                    [(item, item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size())
+                     for item in tensors])
     inputs, states = [], []
     gathered = []  # alive until the graph has run: their buffers are bound by address
     for index, item in enumerate(tensors):
@@ -499,8 +511,11 @@ def _register_aliases() -> List[str]:
 
 
 def _register_kernels() -> List[str]:
-    """A PrivateUse1 kernel for every ATen and et_vk overload of the registry's entries."""
+    """A kernel for every ATen and et_vk overload of the registry's entries, and their in-place
+    variants: C++ kernels at PrivateUse1 (csrc/ FastKernel: a cached graph runs without Python)
+    over the Python kernels here, registered at PrivateUse2, which they call for the rest."""
     names = []
+    fast: Dict[str, List[Tuple[str, bool]]] = {}
     for entry in REGISTRY:
         if entry.name in _SKIPPED_ENTRIES or entry.fused:
             continue
@@ -510,17 +525,21 @@ def _register_kernels() -> List[str]:
                 continue
             library = _libraries.setdefault(op.namespace, torch.library.Library(op.namespace, "IMPL"))
             overload = op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else f".{op._overloadname}")
-            library.impl(overload, _kernel(op, target), "PrivateUse1")
+            library.impl(overload, _kernel(op, target), "PrivateUse2")
+            fast.setdefault(op.namespace, []).append((overload, False))
             names.append(op_name(op))
             inplace = _inplace_variant(op) if op.namespace == "aten" else None
             if inplace is not None:
                 inplace_overload = inplace._schema.name.split("::")[1] + (
                     "" if inplace._overloadname == "default" else f".{inplace._overloadname}")
-                library.impl(inplace_overload, _inplace_kernel(inplace, op, target), "PrivateUse1")
+                library.impl(inplace_overload, _inplace_kernel(inplace, op, target), "PrivateUse2")
+                fast.setdefault(op.namespace, []).append((inplace_overload, True))
                 names.append(op_name(inplace))
             if op is torch.ops.aten._native_batch_norm_legit_no_training.default:
                 library.impl("native_batch_norm", _batch_norm_kernel(target), "PrivateUse1")
                 names.append("aten.native_batch_norm.default")
+    for namespace, overloads in fast.items():
+        _C.register_fast(namespace, overloads)
     return names
 
 

@@ -1,6 +1,8 @@
 """The eager vulkan device (vkdelegate.eager): tensors in the runtime's Vulkan memory, copies,
 views, registry ops as cached one-op graphs against eager CPU PyTorch, the CPU fallback, and
 the errors (docs/eager.md)."""
+import copy
+import gc
 import warnings
 
 import pytest
@@ -129,22 +131,25 @@ def test_registry_samples_match_cpu(entry_name):
         if any(isinstance(item, torch.Tensor) and item.numel() > MAX_SAMPLE_ELEMENTS for item in case.inputs) or any(
                 item.numel() > MAX_SAMPLE_ELEMENTS for item in case.module.state_dict().values()):
             continue
-        module = case.module.eval()
         with torch.no_grad():
-            expected = module(*case.inputs)
-            if any(item.numel() > MAX_SAMPLE_ELEMENTS for item in (
-                    expected if isinstance(expected, tuple) else (expected,))):
-                continue
-            got = module.to(DEV)(*[_to_device(item) for item in case.inputs])
+            expected = copy.deepcopy(case.module).eval()(*case.inputs)
+        if any(item.numel() > MAX_SAMPLE_ELEMENTS for item in (expected if isinstance(expected, tuple) else (expected,))):
+            continue
         expected = expected if isinstance(expected, tuple) else (expected,)
-        got = got if isinstance(got, tuple) else (got,)
-        for want, have in zip(expected, got):
-            assert have.device.type == DEV, case.case_id
-            dtype = next((item.dtype for item in case.inputs if isinstance(item, torch.Tensor)), want.dtype)
-            torch.testing.assert_close(have.cpu(), want, **_tolerance(entry, dtype), equal_nan=True,
-                                       msg=lambda m: f"{entry_name} {case.case_id}: {m}")
+        # Twice: the first call builds the one-op graphs (Python), the second runs them from the C++
+        # kernels' cache.
+        for call in ("first call", "cached call"):
+            with torch.no_grad():
+                got = copy.deepcopy(case.module).eval().to(DEV)(*[_to_device(item) for item in case.inputs])
+            got = got if isinstance(got, tuple) else (got,)
+            for want, have in zip(expected, got):
+                assert have.device.type == DEV, case.case_id
+                dtype = next((item.dtype for item in case.inputs if isinstance(item, torch.Tensor)), want.dtype)
+                torch.testing.assert_close(have.cpu(), want, **_tolerance(entry, dtype), equal_nan=True,
+                                           msg=lambda m: f"{entry_name} {case.case_id} ({call}): {m}")
     if entry_name not in VIEW_ENTRIES:
         assert eager.cache_stats()["graphs"] > 0, f"no {entry_name} sample ran through a one-op graph"
+        assert eager._C.fast_stats()[1] > 0, f"no {entry_name} sample's second call ran from the C++ cache"
 
 
 def test_cache_hits_on_repeat():
@@ -296,7 +301,76 @@ def test_queued_ops_submit_at_a_sync_point():
     assert eager.cache_stats()["queue_submits"] == before + 1
 
 
-@pytest.mark.parametrize("limit", [64, 0])
+def test_cached_calls_run_in_cpp(monkeypatch):
+    """A call whose one-op graph is cached runs from the C++ kernel, without the Python kernel:
+    functional and in-place ops, several outputs, Python numbers (their values part of the key)."""
+    from vkdelegate.eager import dispatch
+
+    calls = []
+    run = dispatch._run
+    monkeypatch.setattr(dispatch, "_run", lambda *args, **kwargs: calls.append(args[2]) or run(*args, **kwargs))
+    x, y = torch.randn(5, 7), torch.randn(5, 7)
+    a, b = x.to(DEV), y.to(DEV)
+
+    def step(p, q):
+        return torch.softmax(p * 0.5 + q, dim=-1), torch.nn.functional.layer_norm(p, (7,))
+
+    with torch.no_grad():
+        want = step(x, y)
+        for attempt in range(3):
+            calls.clear()
+            got = step(a, b)
+            for w, g in zip(want, got):
+                torch.testing.assert_close(g.cpu(), w)
+            assert calls == ([] if attempt else ["aten.mul.Tensor", "aten.add.Tensor", "aten._softmax.default",
+                                                 "aten.native_layer_norm.default"])
+        calls.clear()
+        assert torch.equal((a * 0.25).cpu(), x * 0.25) and calls == ["aten.mul.Tensor"]  # another number
+        c = a.clone()
+        for _ in range(3):
+            c.add_(b)
+        assert calls == ["aten.mul.Tensor", "aten.add.Tensor"]  # the in-place add built once
+        torch.testing.assert_close(c.cpu(), x + 3 * y)
+        with pytest.raises(RuntimeError, match="does not match the tensor's"):
+            a[:1].clone().add_(b)  # broadcast into a smaller tensor: the Python kernel's error
+
+
+def test_full_batches_run_while_the_host_records():
+    """With a small queue limit each full batch is submitted without waiting; freed tensors'
+    buffers are reused only once the batches that use them finish (checked by the validation
+    layer), and the result is the CPU's."""
+    previous = eager.queue_limit(4)
+    try:
+        x = torch.randn(16, 16)
+        y = x.to(DEV)
+        torch.vulkan.synchronize()
+        before = eager.cache_stats()["queue_submits"]
+        z, expected = y, x
+        for _ in range(30):
+            z, expected = z * 0.5 + y, expected * 0.5 + x
+        assert eager.cache_stats()["queue_submits"] >= before + 14  # submitted as they filled
+        torch.testing.assert_close(z.cpu(), expected)
+    finally:
+        eager.queue_limit(previous)
+
+
+def test_freed_buffers_are_kept_for_new_tensors():
+    gc.collect()
+    torch.vulkan.synchronize()
+    eager.empty_cache()
+    assert eager.cache_stats()["kept_bytes"] == 0
+    t = torch.empty(1000, device=DEV)
+    del t
+    stats = eager.cache_stats()
+    assert stats["kept_buffers"] == 1 and stats["kept_bytes"] >= 4000
+    u = torch.ones(990, device=DEV)  # the same size class: the kept buffer
+    assert eager.cache_stats()["kept_buffers"] == 0 and torch.equal(u.cpu(), torch.ones(990))
+    del u
+    torch.vulkan.empty_cache()
+    assert eager.cache_stats()["kept_bytes"] == 0
+
+
+@pytest.mark.parametrize("limit", [64, 1, 0])
 def test_gpu_fault_is_raised(limit):
     """A GPU-side check (an index out of range) fails the op, or with queued ops the sync point."""
     previous = eager.queue_limit(limit)

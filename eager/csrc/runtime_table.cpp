@@ -6,8 +6,11 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,57 +52,136 @@ std::recursive_mutex g_mutex;
 // Copies and staging: one command buffer each, submitted and waited for.
 std::unique_ptr<CommandStream>& g_stream = *new std::unique_ptr<CommandStream>;
 
-// Queued ops: one-op graphs recorded into one command buffer, submitted and waited for at the
-// next sync point (a read or write by the host, a copy, a run through the host, flush()) or
-// once it holds g_queue_limit ops. Buffers released meanwhile are freed after it finishes.
-struct Queue {
+// Queued ops: one-op graphs recorded into a command buffer (a batch), submitted once it holds
+// g_queue_limit ops without waiting (the host records the next batch while the GPU runs it; at
+// most kMaxInFlight batches run at once), and waited for, all of them, at the next sync point
+// (a read or write by the host, a run through the host, flush()). Buffers released meanwhile
+// go back to the pool once the batch that may use them has finished.
+struct Batch {
   std::unique_ptr<CommandStream> stream;
-  bool open = false;
-  size_t ops = 0;
   std::vector<ComputeGraph*> graphs;
   std::vector<Buffer*> released;
-  // Buffers the queued commands read or write: the host maps one of them only after a flush.
-  std::unordered_set<const Buffer*> used;
-  std::vector<std::unique_ptr<Buffer>> staging;  // uploads recorded in the queue
+  std::vector<std::unique_ptr<Buffer>> staging;  // uploads recorded in it
 };
+struct Queue {
+  Batch batch;  // being recorded, if open
+  bool open = false;
+  size_t ops = 0;
+  std::deque<Batch> in_flight;  // submitted, oldest first
+  std::vector<std::unique_ptr<CommandStream>> spare;
+  // Buffers the open and running batches read or write: the host maps one of them only after a flush.
+  std::unordered_set<const Buffer*> used;
+};
+constexpr size_t kMaxInFlight = 2;
 Queue& g_queue = *new Queue;
 size_t g_queue_limit = 64;  // 0: each op submitted and waited for
-uint64_t g_submits = 0;     // command buffers of queued ops submitted
+uint64_t g_submits = 0;     // batches of queued ops submitted
+double g_submit_seconds = 0;  // spent submitting them and waiting for them
 
-// Submits the queued ops and waits; throws the first GPU-side fault of their graphs.
-void flush_locked() {
+// Freed tensors' buffers, kept for the next tensors of their size class (as PyTorch's CUDA caching
+// allocator): creating a Vulkan buffer, binding its memory, and freeing a memory block its last
+// buffer leaves, cost more than the small op that asked for it. At most kPoolBytes are kept;
+// vkdelegate.eager.empty_cache() and an allocation that finds no memory give them back.
+constexpr uint64_t kPoolBytes = 256ull << 20;
+struct Pool {
+  std::multimap<uint64_t, Buffer*> free;  // by size class
+  uint64_t bytes = 0;
+};
+Pool& g_pool = *new Pool;
+
+// A buffer's size class: at most 1/8 larger than asked (8 classes per power of two), from 256 bytes.
+uint64_t size_class(uint64_t nbytes) {
+  if (nbytes <= 256) return 256;
+  uint64_t top = 1;
+  while (top < nbytes) top <<= 1;
+  const uint64_t step = std::max<uint64_t>(top / 16, 32);
+  return (nbytes + step - 1) / step * step;
+}
+
+void pool_put_locked(Buffer* b) {
+  if (g_pool.bytes + b->size() > kPoolBytes) {
+    delete b;
+    return;
+  }
+  g_pool.free.emplace(b->size(), b);
+  g_pool.bytes += b->size();
+}
+
+void pool_clear_locked() {
+  for (auto& [size, b] : g_pool.free) delete b;
+  g_pool.free.clear();
+  g_pool.bytes = 0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Submits the open batch without waiting for it.
+void submit_locked() {
   if (!g_queue.open) return;
   g_queue.open = false;
-  std::vector<ComputeGraph*> graphs = std::move(g_queue.graphs);
-  std::vector<Buffer*> released = std::move(g_queue.released);
-  g_queue.graphs.clear();
-  g_queue.released.clear();
-  g_queue.used.clear();
   g_queue.ops = 0;
-  std::string fault;
+  Batch batch = std::move(g_queue.batch);
+  g_queue.batch = Batch{};
   try {
-    // The host reads what the queued commands wrote once they finish.
-    barrier(g_queue.stream->handle(), kComputeTransfer | VK_PIPELINE_STAGE_HOST_BIT,
-            kAllRW | VK_ACCESS_HOST_READ_BIT);
-    g_queue.stream->end();
-    g_queue.stream->submit_and_wait();
+    // The host reads what the batch wrote once it finishes (and a later batch's first barrier
+    // orders it after this one).
+    barrier(batch.stream->handle(), kComputeTransfer | VK_PIPELINE_STAGE_HOST_BIT, kAllRW | VK_ACCESS_HOST_READ_BIT);
+    batch.stream->end();
+    const auto start = std::chrono::steady_clock::now();
+    batch.stream->submit();
+    g_submit_seconds += seconds_since(start);
     ++g_submits;
   } catch (...) {
-    for (Buffer* b : released) delete b;
-    g_queue.staging.clear();
+    for (Buffer* b : batch.released) delete b;
     throw;
   }
-  for (Buffer* b : released) delete b;
-  g_queue.staging.clear();
-  std::sort(graphs.begin(), graphs.end());
-  graphs.erase(std::unique(graphs.begin(), graphs.end()), graphs.end());
-  for (ComputeGraph* g : graphs) {
+  g_queue.in_flight.push_back(std::move(batch));
+}
+
+// Waits for the oldest running batch and frees what it held; the first GPU-side fault of its
+// graphs goes to `fault`.
+void retire_oldest_locked(std::string& fault) {
+  Batch batch = std::move(g_queue.in_flight.front());
+  g_queue.in_flight.pop_front();
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    batch.stream->wait();
+    g_submit_seconds += seconds_since(start);
+  } catch (...) {
+    for (Buffer* b : batch.released) delete b;
+    throw;
+  }
+  for (Buffer* b : batch.released) pool_put_locked(b);
+  g_queue.spare.push_back(std::move(batch.stream));
+  std::sort(batch.graphs.begin(), batch.graphs.end());
+  batch.graphs.erase(std::unique(batch.graphs.begin(), batch.graphs.end()), batch.graphs.end());
+  for (ComputeGraph* g : batch.graphs) {
     try {
       g->check_faults();
     } catch (const std::exception& e) {
       if (fault.empty()) fault = e.what();
     }
   }
+}
+
+// Submits the queued ops and waits for every batch; throws the first GPU-side fault of their graphs.
+void flush_locked() {
+  submit_locked();
+  std::string fault;
+  while (!g_queue.in_flight.empty()) retire_oldest_locked(fault);
+  g_queue.used.clear();
+  if (!fault.empty()) throw ExecuteFault(fault);
+}
+
+// One more op in the open batch: at the limit it is submitted, and the oldest batches waited for
+// while more than kMaxInFlight run.
+void count_op_locked() {
+  if (++g_queue.ops < g_queue_limit) return;
+  submit_locked();
+  std::string fault;
+  while (g_queue.in_flight.size() > kMaxInFlight) retire_oldest_locked(fault);
   if (!fault.empty()) throw ExecuteFault(fault);
 }
 
@@ -115,17 +197,23 @@ bool context_available() { return Context::get() != nullptr; }
 // recorded next after everything recorded before (g_mutex held).
 VkCommandBuffer queue_commands() {
   if (!g_queue.open) {
-    if (!g_queue.stream) g_queue.stream = std::make_unique<CommandStream>(context());
-    g_queue.stream->begin();
+    if (g_queue.spare.empty()) {
+      g_queue.batch.stream = std::make_unique<CommandStream>(context());
+    } else {
+      g_queue.batch.stream = std::move(g_queue.spare.back());
+      g_queue.spare.pop_back();
+    }
+    g_queue.batch.stream->begin();
     g_queue.open = true;
   }
-  barrier(g_queue.stream->handle(), kComputeTransfer, kAllRW);
-  return g_queue.stream->handle();
+  const VkCommandBuffer cmd = g_queue.batch.stream->handle();
+  barrier(cmd, kComputeTransfer, kAllRW);
+  return cmd;
 }
 
 // Before the host maps bytes of b: the queued commands that use b must have finished.
 void flush_if_used(const Buffer* b) {
-  if (g_queue.open && g_queue.used.count(b)) flush_locked();
+  if (g_queue.used.count(b)) flush_locked();
 }
 
 // Records fn(cmd) between full barriers and waits for it.
@@ -165,11 +253,20 @@ void check_range(const Buffer* b, uint64_t offset, uint64_t nbytes, const char* 
 }
 
 int eager_alloc(uint64_t nbytes, void** out) {
-  const int rc = guarded([&] {
-    // Rounded up to 4 bytes: a one-op graph's copies and fills work in words.
-    auto* b = new Buffer(context(), (std::max<uint64_t>(nbytes, 1) + 3) / 4 * 4, MemoryUsage::Device);
-    *out = b;
-  });
+  const uint64_t size = size_class(std::max<uint64_t>(nbytes, 1));
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto it = g_pool.free.find(size);
+  if (it != g_pool.free.end()) {
+    *out = it->second;
+    g_pool.bytes -= size;
+    g_pool.free.erase(it);
+    return VKD_EAGER_OK;
+  }
+  int rc = guarded([&] { *out = new Buffer(context(), size, MemoryUsage::Device); });
+  if (rc != VKD_EAGER_OK && !g_pool.free.empty()) {  // the kept buffers' memory may be what is missing
+    pool_clear_locked();
+    rc = guarded([&] { *out = new Buffer(context(), size, MemoryUsage::Device); });
+  }
   // The driver may refuse a buffer too large for it at vkCreateBuffer, before any memory is
   // asked for: that too is a buffer the device cannot hold.
   return rc == VKD_EAGER_ERROR && context_available() ? VKD_EAGER_OUT_OF_MEMORY : rc;
@@ -177,10 +274,12 @@ int eager_alloc(uint64_t nbytes, void** out) {
 
 void eager_release(void* buffer) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  if (g_queue.open) {
-    g_queue.released.push_back(static_cast<Buffer*>(buffer));  // queued ops may use it
+  if (g_queue.open) {  // queued ops may use it
+    g_queue.batch.released.push_back(static_cast<Buffer*>(buffer));
+  } else if (!g_queue.in_flight.empty()) {
+    g_queue.in_flight.back().released.push_back(static_cast<Buffer*>(buffer));
   } else {
-    delete static_cast<Buffer*>(buffer);
+    pool_put_locked(static_cast<Buffer*>(buffer));
   }
 }
 
@@ -196,17 +295,42 @@ int eager_write(void* buffer, uint64_t offset, const void* src, uint64_t nbytes)
       return;
     }
     Context& ctx = context();
+    // A small buffer kept for good keeps the upload memory block that staging buffers share
+    // (otherwise each flush frees the block with its last staging buffer and the next upload maps
+    // a new one).
+    static Buffer* const upload_anchor = new Buffer(ctx, 4, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+    (void)upload_anchor;
     auto staging = std::make_unique<Buffer>(ctx, nbytes, MemoryUsage::Upload, VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
     std::memcpy(staging->mapped(), src, nbytes);
     const VkBufferCopy region{0, offset, nbytes};
     if (g_queue_limit > 0) {  // an upload in order with the queued ops: no wait
       vkCmdCopyBuffer(queue_commands(), staging->handle(), b->handle(), 1, &region);
       g_queue.used.insert(b);
-      g_queue.staging.push_back(std::move(staging));
+      g_queue.batch.staging.push_back(std::move(staging));
       return;
     }
     run_commands(ctx, [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, staging->handle(), b->handle(), 1, &region); });
   });
+}
+
+// Reads of memory the host cannot map go through a host-visible buffer kept for the next read
+// (up to kKeptReadback bytes; a larger read takes one of its own, in `temporary`): a new one
+// each time would create a buffer and, on a discrete GPU, allocate and map a memory block.
+constexpr uint64_t kKeptReadback = 16ull << 20;
+std::unique_ptr<Buffer>& g_readback = *new std::unique_ptr<Buffer>;
+
+Buffer& readback_staging(Context& ctx, uint64_t nbytes, std::unique_ptr<Buffer>& temporary) {
+  if (nbytes > kKeptReadback) {
+    temporary = std::make_unique<Buffer>(ctx, nbytes, MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    return *temporary;
+  }
+  if (!g_readback || g_readback->size() < nbytes) {
+    uint64_t size = 64 << 10;
+    while (size < nbytes) size <<= 1;
+    g_readback.reset();
+    g_readback = std::make_unique<Buffer>(ctx, size, MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  }
+  return *g_readback;
 }
 
 int eager_read(const void* buffer, uint64_t offset, void* dst, uint64_t nbytes) {
@@ -221,11 +345,12 @@ int eager_read(const void* buffer, uint64_t offset, void* dst, uint64_t nbytes) 
       return;
     }
     Context& ctx = context();
-    Buffer staging(ctx, nbytes, MemoryUsage::Readback, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    std::unique_ptr<Buffer> temporary;
+    Buffer& staging = readback_staging(ctx, nbytes, temporary);
     const VkBufferCopy region{offset, 0, nbytes};
-    if (g_queue.open) {
-      // After queued ops (the usual .cpu() of a result): the read-back joins their command buffer,
-      // so one submit and wait serves both (flush_locked's last barrier makes it visible to the host).
+    if (g_queue.open || !g_queue.in_flight.empty()) {
+      // After queued ops (the usual .cpu() of a result): the read-back joins their last batch, so one
+      // submit and wait serves both (submit_locked's last barrier makes it visible to the host).
       vkCmdCopyBuffer(queue_commands(), b->handle(), staging.handle(), 1, &region);
       flush_locked();
     } else {
@@ -251,7 +376,7 @@ int eager_copy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_off
       vkCmdCopyBuffer(queue_commands(), s->handle(), d->handle(), 1, &region);
       g_queue.used.insert(s);
       g_queue.used.insert(d);
-      if (++g_queue.ops >= g_queue_limit) flush_locked();
+      count_op_locked();
       return;
     }
     run_commands(context(), [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, s->handle(), d->handle(), 1, &region); });
@@ -259,11 +384,6 @@ int eager_copy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_off
 }
 
 const char* eager_last_error() { return g_last_error.c_str(); }
-
-const VkdEagerTable kTable = {
-    VKD_EAGER_TABLE_VERSION, &eager_alloc, &eager_release, &eager_write,
-    &eager_read,             &eager_copy,  &eager_last_error,
-};
 
 // One graph input or output on a device tensor's buffer: the buffer handle (the torch
 // tensor's storage data pointer), the byte offset of its first element, and (inputs) its sizes.
@@ -355,11 +475,11 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
   }
   if (direct && g_queue_limit > 0) {
     g.record_into(queue_commands(), copies_in(g, inputs, states), copies_out(g, outputs));
-    g_queue.graphs.push_back(&g);
+    g_queue.batch.graphs.push_back(&g);
     for (const StateBinding& b : states) g_queue.used.insert(b.buffer);
     for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
     for (const Binding& b : outputs) g_queue.used.insert(b.buffer);
-    if (++g_queue.ops >= g_queue_limit) flush_locked();
+    count_op_locked();
     return;
   }
   flush_locked();
@@ -395,6 +515,33 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     }
   }
 }
+
+int eager_run(void* graph, const VkdEagerBinding* inputs, uint32_t num_inputs, const VkdEagerBinding* outputs,
+              uint32_t num_outputs, const VkdEagerState* states, uint32_t num_states) {
+  return guarded([&] {
+    auto* g = static_cast<ComputeGraph*>(graph);
+    if (g == nullptr) throw GraphError("eager run: no graph");
+    const auto buffer = [](void* b) {
+      if (b == nullptr) throw GraphError("eager run: a tensor without device memory");
+      return static_cast<Buffer*>(b);
+    };
+    std::vector<Binding> in(num_inputs), out(num_outputs);
+    std::vector<StateBinding> st(num_states);
+    for (uint32_t i = 0; i < num_inputs; ++i) {
+      in[i] = {buffer(inputs[i].buffer), inputs[i].offset, Sizes(inputs[i].sizes, inputs[i].sizes + inputs[i].ndim)};
+    }
+    for (uint32_t i = 0; i < num_outputs; ++i) out[i] = {buffer(outputs[i].buffer), outputs[i].offset, {}};
+    for (uint32_t i = 0; i < num_states; ++i) st[i] = {buffer(states[i].buffer), states[i].offset, states[i].output};
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> graph_lock(g->mutex());
+    run_on_buffers(*g, in, out, st);
+  });
+}
+
+const VkdEagerTable kTable = {
+    VKD_EAGER_TABLE_VERSION, &eager_alloc, &eager_release, &eager_write, &eager_read,
+    &eager_copy,             &eager_run,   &eager_last_error,
+};
 
 std::vector<Binding> bindings(const py::list& items, bool with_sizes) {
   std::vector<Binding> out;
@@ -446,7 +593,21 @@ void register_eager(py::module_& m) {
     return previous;
   }, py::arg("limit"), "Ops the eager device queues before it submits them (0: each op at once); returns "
      "the previous limit.");
-  m.def("_eager_submits", [] { return g_submits; }, "Command buffers of queued ops submitted so far.");
+  m.def("_eager_submits", [] { return std::make_pair(g_submits, g_submit_seconds); },
+        "(command buffers of queued ops submitted so far, seconds spent submitting them and waiting for them).");
+  m.def("_eager_graph_address", [](ComputeGraph& g) { return reinterpret_cast<uintptr_t>(&g); }, py::arg("graph"),
+        "The graph's address, for the device table's run (the caller keeps the Graph alive).");
+  m.def("_eager_pool", [] {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    return std::make_pair(g_pool.free.size(), g_pool.bytes);
+  }, "(buffers, bytes) of freed tensors' buffers kept for new tensors.");
+  m.def("_eager_empty_cache", [] {
+    py::gil_scoped_release release;
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    flush_locked();
+    pool_clear_locked();
+    g_readback.reset();
+  }, "Gives back the freed tensors' buffers kept for new tensors, and the read-back staging buffer.");
 }
 
 }  // namespace vkd

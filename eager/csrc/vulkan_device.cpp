@@ -17,9 +17,13 @@
 #include <torch/csrc/autograd/graph_task.h>
 #include <torch/library.h>
 
-#include <mutex>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "device_table.h"
 
@@ -183,6 +187,10 @@ at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarTyp
   return at::detail::empty_generic(size, &g_allocator, kDeviceKeys, t, format);
 }
 
+at::Tensor empty_device(at::IntArrayRef sizes, at::ScalarType dtype) {
+  return at::detail::empty_generic(sizes, &g_allocator, kDeviceKeys, dtype, std::nullopt);
+}
+
 at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<at::Device> device,
                          std::optional<bool> pin_memory) {
@@ -252,6 +260,292 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Registry ops in C++: the cached one-op graphs run without Python.
+//
+// Every op vkdelegate/eager/dispatch.py covers has two kernels: its Python kernel (the full
+// semantics: scalars moved to the device, strided inputs gathered, the graph built on a miss,
+// the CPU fallback), registered at PrivateUse2, a key no tensor carries; and FastKernel here,
+// at PrivateUse1. FastKernel keys a call by the op, its tensors' sizes and dtypes and its other
+// arguments' values; where every tensor is on the device, contiguous and not empty (or a 0-dim
+// CPU scalar, whose value is part of the key) and the key has a graph, it allocates the outputs
+// and runs the graph through the runtime's table: no Python. Otherwise it calls the Python
+// kernel (redispatch to PrivateUse2) with the key pending; when that kernel has the key's graph
+// it hands it here (fast_put), with the device tensors it made of the scalars.
+
+struct OutputSpec {
+  bool defined = false;
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype = at::kFloat;
+};
+
+// One key's graph: the runtime's graph (its Python object held), its outputs, and per tensor
+// position (the call's tensors in schema order, lists opened) a state's output index (or -1)
+// and, for a CPU scalar, the device tensor that holds its value (its Python object held).
+struct FastEntry {
+  PyObject* graph_object = nullptr;
+  void* graph = nullptr;
+  std::vector<OutputSpec> outputs;
+  bool multi = false;
+  std::vector<int> state_output;
+  struct Scalar {
+    PyObject* object = nullptr;
+    void* buffer = nullptr;
+    uint64_t offset = 0;
+  };
+  std::vector<Scalar> scalars;
+
+  ~FastEntry() {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    Py_XDECREF(graph_object);
+    for (const Scalar& s : scalars) Py_XDECREF(s.object);
+  }
+};
+
+std::shared_mutex g_fast_mutex;
+// Never destroyed (its entries drop Python objects, which needs an interpreter).
+auto& g_fast = *new std::unordered_map<std::string, std::shared_ptr<FastEntry>>;
+std::atomic<uint64_t> g_fast_hits{0};
+
+// The key of the call being served by the Python kernel, and which of its tensors are CPU scalars.
+struct Pending {
+  std::string key;
+  std::vector<bool> cpu_scalar;
+  bool filled = false;
+};
+thread_local std::vector<Pending> t_pending;
+
+template <typename T>
+void append(std::string& key, const T& value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+struct CallTensor {
+  const at::Tensor* tensor;
+  bool cpu_scalar;
+};
+
+// Appends one argument to the key; false where the call is not for the fast path.
+bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& tensors) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) {
+      key.push_back('n');
+      return true;
+    }
+    if (t.device().is_cpu() && t.dim() == 0) {  // a scalar: its value is part of the key
+      key.push_back(t.unsafeGetTensorImpl()->is_wrapped_number() ? 'w' : 's');
+      append(key, t.scalar_type());
+      key.append(static_cast<const char*>(t.const_data_ptr()), t.element_size());
+      tensors.push_back({&t, true});
+      return true;
+    }
+    if (!t.device().is_privateuseone() || t.numel() == 0 || !t.is_contiguous()) return false;
+    key.push_back('t');
+    append(key, t.scalar_type());
+    append(key, static_cast<int32_t>(t.dim()));
+    for (int64_t size : t.sizes()) append(key, size);
+    tensors.push_back({&t, false});
+    return true;
+  }
+  if (v.isNone()) {
+    key.push_back('n');
+  } else if (v.isBool()) {
+    key.push_back('b');
+    append(key, v.toBool());
+  } else if (v.isInt()) {
+    key.push_back('i');
+    append(key, v.toInt());
+  } else if (v.isDouble()) {
+    key.push_back('d');
+    append(key, v.toDouble());
+  } else if (v.isString()) {
+    key.push_back('s');
+    const std::string& str = v.toStringRef();
+    append(key, str.size());
+    key.append(str);
+  } else if (v.isDevice()) {
+    key.push_back('D');
+    append(key, v.toDevice().type());
+  } else if (v.isList()) {
+    const auto list = v.toListRef();
+    key.push_back('[');
+    append(key, list.size());
+    for (const c10::IValue& item : list) {
+      if (!key_of(item, key, tensors)) return false;
+    }
+  } else {
+    return false;  // a generator, a symbolic size, ...
+  }
+  return true;
+}
+
+at::ScalarType dtype_named(const std::string& name) {
+  static const std::map<std::string, at::ScalarType> names = {
+      {"torch.float32", at::kFloat}, {"torch.float16", at::kHalf},   {"torch.bfloat16", at::kBFloat16},
+      {"torch.float64", at::kDouble}, {"torch.int32", at::kInt},     {"torch.int64", at::kLong},
+      {"torch.int16", at::kShort},    {"torch.int8", at::kChar},     {"torch.uint8", at::kByte},
+      {"torch.bool", at::kBool}};
+  const auto it = names.find(name);
+  TORCH_CHECK(it != names.end(), "vulkan device: dtype ", name, " is not supported");
+  return it->second;
+}
+
+at::Tensor empty_device(at::IntArrayRef sizes, at::ScalarType dtype);
+
+class FastKernel final : public c10::OperatorKernel {
+ public:
+  FastKernel(std::string name, bool inplace) : name_(std::move(name)), inplace_(inplace) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const size_t n = op.schema().arguments().size();
+    std::string key;
+    key.reserve(96);
+    append(key, this);
+    std::vector<CallTensor> tensors;
+    bool eligible = torch::autograd::get_current_graph_task_id() == -1;  // a backward: Python raises
+    for (size_t i = stack->size() - n; eligible && i < stack->size(); ++i) {
+      eligible = key_of((*stack)[i], key, tensors);
+    }
+    if (eligible) {
+      std::shared_ptr<FastEntry> entry;
+      {
+        std::shared_lock<std::shared_mutex> lock(g_fast_mutex);
+        const auto it = g_fast.find(key);
+        if (it != g_fast.end()) entry = it->second;
+      }
+      if (entry && run(op, *entry, tensors, stack)) {
+        ++g_fast_hits;
+        return;
+      }
+    }
+    // The Python kernel; a call for the fast path leaves its key pending for fast_put.
+    if (eligible) {
+      Pending pending;
+      pending.key = std::move(key);
+      for (const CallTensor& t : tensors) pending.cpu_scalar.push_back(t.cpu_scalar);
+      t_pending.push_back(std::move(pending));
+    }
+    struct PopPending {
+      bool active;
+      ~PopPending() {
+        if (active) t_pending.pop_back();
+      }
+    } pop{eligible};
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse2), stack);
+  }
+
+ private:
+  // Runs the entry's graph on the call's tensors; false where the Python kernel must (an in-place
+  // op whose result the tensor cannot hold as it is).
+  bool run(const c10::OperatorHandle& op, const FastEntry& e, const std::vector<CallTensor>& tensors,
+           torch::jit::Stack* stack) {
+    if (tensors.size() != e.state_output.size()) return false;
+    const size_t n = op.schema().arguments().size();
+    at::Tensor self;
+    if (inplace_) {
+      self = (*stack)[stack->size() - n].toTensor();
+      const OutputSpec& out = e.outputs.at(0);
+      if (e.multi || !out.defined || out.dtype != self.scalar_type() || self.sizes() != at::IntArrayRef(out.sizes)) {
+        return false;
+      }
+    }
+    std::vector<VkdEagerBinding> inputs;
+    std::vector<VkdEagerState> states;
+    inputs.reserve(tensors.size());
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const at::Tensor& t = *tensors[k].tensor;
+      if (tensors[k].cpu_scalar) {
+        const FastEntry::Scalar& s = e.scalars[k];
+        inputs.push_back({s.buffer, s.offset, nullptr, 0});
+      } else if (e.state_output[k] >= 0) {
+        states.push_back({buffer_of(t), byte_offset(t), static_cast<uint32_t>(e.state_output[k])});
+      } else {
+        inputs.push_back({buffer_of(t), byte_offset(t), t.sizes().data(), static_cast<uint32_t>(t.dim())});
+      }
+    }
+    std::vector<at::Tensor> results;
+    std::vector<VkdEagerBinding> outputs;
+    for (const OutputSpec& spec : e.outputs) {
+      if (!spec.defined) {
+        results.emplace_back();
+        continue;
+      }
+      results.push_back(inplace_ ? self : empty_device(spec.sizes, spec.dtype));
+      const at::Tensor& t = results.back();
+      outputs.push_back({buffer_of(t), byte_offset(t), nullptr, 0});
+    }
+    check(table().run(e.graph, inputs.data(), inputs.size(), outputs.data(), outputs.size(), states.data(),
+                      states.size()),
+          name_.c_str());
+    torch::jit::drop(*stack, n);
+    const auto& returns = op.schema().returns();
+    if (!e.multi) {
+      stack->emplace_back(std::move(results.at(0)));
+    } else if (returns.size() == 1) {  // Tensor[]
+      stack->emplace_back(c10::List<at::Tensor>(results));
+    } else {
+      for (at::Tensor& t : results) stack->emplace_back(std::move(t));
+    }
+    return true;
+  }
+
+  std::string name_;
+  bool inplace_;
+};
+
+// torch::Library objects live as long as their registrations.
+std::vector<std::unique_ptr<torch::Library>>& g_fast_libraries = *new std::vector<std::unique_ptr<torch::Library>>;
+
+void register_fast(const std::string& ns, const std::vector<std::pair<std::string, bool>>& overloads) {
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::PrivateUse1,
+                                                  __FILE__, __LINE__);
+  for (const auto& [overload, inplace] : overloads) {
+    library->impl(overload.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                        std::make_unique<FastKernel>(ns + "." + overload, inplace)));
+  }
+  g_fast_libraries.push_back(std::move(library));
+}
+
+// The Python kernel of a pending call found (or built) its graph: keep it for the key.
+// outputs: [(sizes, dtype name) or None]; states: {tensor position: output index};
+// tensors: [(tensor, buffer, byte offset)] of the call after its scalars were moved to the device.
+void fast_put(py::object graph, uintptr_t address, const py::list& outputs, bool multi, const py::dict& states,
+              const py::list& tensors) {
+  if (t_pending.empty() || t_pending.back().filled) return;
+  Pending& pending = t_pending.back();
+  pending.filled = true;
+  if (tensors.size() != pending.cpu_scalar.size()) return;  // not the call C++ keyed: keep nothing
+  auto entry = std::make_shared<FastEntry>();
+  entry->graph = reinterpret_cast<void*>(address);
+  entry->graph_object = graph.release().ptr();
+  entry->multi = multi;
+  for (const py::handle& item : outputs) {
+    OutputSpec spec;
+    if (!item.is_none()) {
+      const auto t = item.cast<py::tuple>();
+      spec.defined = true;
+      spec.sizes = t[0].cast<std::vector<int64_t>>();
+      spec.dtype = dtype_named(py::str(t[1]));
+    }
+    entry->outputs.push_back(std::move(spec));
+  }
+  entry->state_output.assign(tensors.size(), -1);
+  for (const auto& [position, output] : states) entry->state_output.at(position.cast<size_t>()) = output.cast<int>();
+  entry->scalars.resize(tensors.size());
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    if (!pending.cpu_scalar[k]) continue;
+    const auto t = tensors[k].cast<py::tuple>();
+    py::object tensor = t[0];
+    entry->scalars[k].object = tensor.release().ptr();
+    entry->scalars[k].buffer = reinterpret_cast<void*>(t[1].cast<uintptr_t>());
+    entry->scalars[k].offset = t[2].cast<uint64_t>();
+  }
+  std::unique_lock<std::shared_mutex> lock(g_fast_mutex);
+  g_fast[pending.key] = std::move(entry);
+}
+
 struct VulkanHooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return g_table != nullptr; }
@@ -309,6 +603,25 @@ PYBIND11_MODULE(_C, m) {
     at::RegisterPrivateUse1HooksInterface(&hooks);
     c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_allocator);
   }, py::arg("table"), "Connects the device to the runtime's device table (vkdelegate.eager does this on import).");
+  m.def("register_fast", &register_fast, py::arg("namespace"), py::arg("overloads"),
+        "C++ kernels (PrivateUse1) for [(overload, in_place)] of a namespace whose Python kernels are at "
+        "PrivateUse2: cached graphs run without Python (vkdelegate/eager/dispatch.py).");
+  m.def("fast_pending", [] { return !t_pending.empty() && !t_pending.back().filled; },
+        "Whether this thread's current op call waits for its graph (fast_put).");
+  m.def("fast_put", &fast_put, py::arg("graph"), py::arg("address"), py::arg("outputs"), py::arg("multi"),
+        py::arg("states"), py::arg("tensors"), "Keeps the pending call's graph for its key.");
+  m.def("fast_stats", [] {
+    std::shared_lock<std::shared_mutex> lock(g_fast_mutex);
+    return std::make_pair(g_fast.size(), g_fast_hits.load());
+  }, "(keys, calls served) of the C++ kernels' cache.");
+  m.def("fast_clear", [] {
+    std::unordered_map<std::string, std::shared_ptr<FastEntry>> old;
+    {
+      std::unique_lock<std::shared_mutex> lock(g_fast_mutex);
+      old.swap(g_fast);
+      g_fast_hits = 0;
+    }
+  }, "Drops the C++ kernels' cached graphs.");
   m.def("fallback_counts", [] {
     std::lock_guard<std::mutex> lock(g_warned_mutex);
     return g_warned;

@@ -662,15 +662,16 @@ Context::~Context() {
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
-void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
+void Context::submit(VkCommandBuffer cmd, VkFence fence) {
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cmd;
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    VKD_CHECK(vkResetFences(device_, 1, &fence));
-    VKD_CHECK(vkQueueSubmit(queue_, 1, &si, fence));
-  }
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  VKD_CHECK(vkResetFences(device_, 1, &fence));
+  VKD_CHECK(vkQueueSubmit(queue_, 1, &si, fence));
+}
+
+void Context::wait(VkFence fence) {
   // Short graphs finish in tens of microseconds: poll the fence for up to
   // VKDELEGATE_FENCE_SPIN_US (default 1000; 0 blocks at once) before the
   // blocking wait, whose wake-up costs as much as a small graph's work (H100:
@@ -685,6 +686,11 @@ void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
     }
   }
   VKD_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+}
+
+void Context::submit_and_wait(VkCommandBuffer cmd, VkFence fence) {
+  submit(cmd, fence);
+  wait(fence);
 }
 
 CommandStream::CommandStream(Context& ctx) : ctx_(ctx) {
@@ -715,5 +721,9 @@ VkCommandBuffer CommandStream::begin() {
 void CommandStream::end() { VKD_CHECK(vkEndCommandBuffer(cmd_)); }
 
 void CommandStream::submit_and_wait() { ctx_.submit_and_wait(cmd_, fence_); }
+
+void CommandStream::submit() { ctx_.submit(cmd_, fence_); }
+
+void CommandStream::wait() { ctx_.wait(fence_); }
 
 } // namespace vkd

@@ -137,6 +137,9 @@ class Context {
 
   // Submits one command buffer and waits for it to finish.
   void submit_and_wait(VkCommandBuffer cmd, VkFence fence);
+  // The two halves of submit_and_wait: submit (resets the fence), and wait for the fence.
+  void submit(VkCommandBuffer cmd, VkFence fence);
+  void wait(VkFence fence);
 
  private:
   Context() = default;
@@ -171,6 +174,8 @@ class CommandStream {
   VkCommandBuffer begin();  // resets and begins recording
   void end();
   void submit_and_wait();
+  void submit();  // without waiting: wait() before the next begin()
+  void wait();
   VkCommandBuffer handle() const { return cmd_; }
 
  private:
