@@ -118,6 +118,20 @@ def main() -> None:
     breakdown = {"per_op_us": total / ops * 1e6, "dispatch_us": (total - flush_seconds) / ops * 1e6,
                  "flushes": flushes, "flush_us": flush_seconds / max(flushes, 1) * 1e6,
                  "flush_per_op_us": flush_seconds / ops * 1e6}
+    # The floor under one synchronised op: a queued 4-byte device copy submitted and waited for (the
+    # submit, the GPU's start and the fence), and .cpu() of a 64x64 result with nothing queued.
+    one, other = torch.zeros(1, device="vulkan"), torch.ones(1, device="vulkan")
+
+    def round_trip():
+        one.copy_(other)
+        eager.synchronize()
+
+    result = a + b
+    eager.synchronize()
+    breakdown["round_trip_us"] = _time(round_trip, args.repeats) * 1e6
+    breakdown["read_us"] = _time(result.cpu, args.repeats) * 1e6
+    print(f"a queued copy submitted and waited for: {breakdown['round_trip_us']:.1f} us; .cpu() of a 64x64 result, "
+          f"nothing queued: {breakdown['read_us']:.1f} us")
     print(f"queued chain, per op: {breakdown['per_op_us']:.1f} us on the host: dispatching and recording "
           f"{breakdown['dispatch_us']:.1f} us, the queue's submits and waits {breakdown['flush_per_op_us']:.1f} us "
           f"({flushes} of {breakdown['flush_us']:.0f} us each)")

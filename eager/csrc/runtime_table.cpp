@@ -194,8 +194,9 @@ Context& context() {
 bool context_available() { return Context::get() != nullptr; }
 
 // The queue's command buffer, begun if it was not, behind a barrier that orders what is
-// recorded next after everything recorded before (g_mutex held).
-VkCommandBuffer queue_commands() {
+// recorded next after everything recorded before (g_mutex held); `ordered` false: no barrier
+// (the caller records its own first).
+VkCommandBuffer queue_commands(bool ordered = true) {
   if (!g_queue.open) {
     if (g_queue.spare.empty()) {
       g_queue.batch.stream = std::make_unique<CommandStream>(context());
@@ -207,7 +208,7 @@ VkCommandBuffer queue_commands() {
     g_queue.open = true;
   }
   const VkCommandBuffer cmd = g_queue.batch.stream->handle();
-  barrier(cmd, kComputeTransfer, kAllRW);
+  if (ordered) barrier(cmd, kComputeTransfer, kAllRW);
   return cmd;
 }
 
@@ -474,7 +475,8 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     check_range(st.buffer, st.offset, t.nbytes(), "graph state");
   }
   if (direct && g_queue_limit > 0) {
-    g.record_into(queue_commands(), copies_in(g, inputs, states), copies_out(g, outputs));
+    // record_into's first barrier orders the graph after everything recorded before it.
+    g.record_into(queue_commands(false), copies_in(g, inputs, states), copies_out(g, outputs));
     g_queue.batch.graphs.push_back(&g);
     for (const StateBinding& b : states) g_queue.used.insert(b.buffer);
     for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
