@@ -1,6 +1,6 @@
 """Per-op latency of the eager vulkan device (vkdelegate.eager), cached, result synchronised.
 
-    python3 benchmarks/eager_latency.py [--repeats 200] [--json FILE]
+    python3 benchmarks/eager_latency.py [--repeats 200] [--json FILE] [--cases 'add 64x64' ...]
 
 Cases (issue 20's): add of two 64x64 tensors; mm 64x64x64; a chain of 100 small ops
 (alternating add and mul on 64x64); the examples' mlp and transformer_block models (inference).
@@ -48,6 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--cases", nargs="+", help="only these cases (default: all), e.g. 'mm 64^3'")
     args = parser.parse_args()
     torch.manual_seed(0)
     cuda = torch.cuda.is_available()
@@ -60,6 +61,11 @@ def main() -> None:
     for name in ("mlp", "transformer_block"):
         model, inputs = MODELS[name]()
         cases[name] = (model, tuple(inputs), 0)
+    if args.cases:
+        unknown = set(args.cases) - set(cases)
+        if unknown:
+            parser.error(f"unknown cases {sorted(unknown)}; the cases: {list(cases)}")
+        cases = {name: case for name, case in cases.items() if name in args.cases}
     print(f"device: {eager.device_name()}; torch {torch.__version__}"
           + (f", CUDA: {torch.cuda.get_device_name()}" if cuda else "") + f"; median of {args.repeats}")
     print("| case | first call (ms) | vulkan, queued: per call (ms) | per op | vulkan, one submit per op: per call "

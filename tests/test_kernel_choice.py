@@ -10,7 +10,7 @@ H100 = dict(max_shared_memory=232448, max_storage_buffer_range=2**32 - 1, subgro
             subgroup_arithmetic=True, shader_float16=True, cooperative_matrix=True,
             cooperative_matrix_shapes=["16x16x16 f16->f32"], max_workgroup_invocations=1024,
             max_workgroup_size=[1024, 1024, 64], max_workgroup_count=[2**31 - 1, 65535, 65535])
-LAVAPIPE = dict(max_shared_memory=32768, max_storage_buffer_range=2**31 - 1, subgroup_size=8,
+LAVAPIPE = dict(type="cpu", max_shared_memory=32768, max_storage_buffer_range=2**31 - 1, subgroup_size=8,
                 subgroup_arithmetic=True, shader_float16=True, max_workgroup_invocations=1024,
                 max_workgroup_size=[1024, 1024, 1024], max_workgroup_count=[65535, 65535, 65535])
 
@@ -48,7 +48,7 @@ def test_few_tiles_split_k_by_the_cost_model():
     assert 2 <= c["splits"] <= 1024 // 32
     assert choose(linear(77, 1024, 1024), H100)["shader"] == "matmul_tiledu_sk_kb_f32"
     assert choose(mm(48, 1024, 1024), H100)["kernel"] == "strided"
-    assert choose(mm(64, 64, 64), H100)["kernel"] == "strided"
+    assert choose(mm(64, 128, 256), H100)["kernel"] == "strided"
     assert choose(mm(1024, 1024, 1024), H100, MM_SPLITK=1)["kernel"] == "strided"
 
 
@@ -76,7 +76,13 @@ def test_few_rows_take_gemv():
     assert choose(linear(32, 256, 64), LAVAPIPE, GEMV_MAX_ROWS=1)["kernel"] == "strided"
     assert choose(linear(32, 256, 64), LAVAPIPE, MM_SPLITK=2)["kernel"] == "tiled"
     assert choose(linear(512, 64, 512), LAVAPIPE)["kernel"] == "strided"  # 8 x 8 tiles of 64: enough
-    assert choose(mm(1, 64, 64), LAVAPIPE)["kernel"] == "strided"  # B contiguous in n: no gemv
+    assert choose(mm(1, 1024, 2048), LAVAPIPE)["kernel"] == "strided"  # B contiguous in n: no gemv
+    # but for tiny float32 products (mm 64^3: 4 workgroups of matmul.glsl's smallest tile)
+    assert choose(mm(64, 64, 64), H100)["kernel"] == "gemv"
+    assert choose(mm(1, 64, 64), LAVAPIPE)["kernel"] == "strided"  # not on a CPU device
+    assert choose(mm(1, 64, 64), dict(LAVAPIPE, type="integrated"))["kernel"] == "gemv"
+    assert choose(mm(64, 64, 64), H100, GEMV_MAX_ROWS=1)["kernel"] == "strided"
+    assert choose(mm(64, 64, 64, "float16"), LAVAPIPE)["kernel"] == "strided"
 
 
 @pytest.mark.parametrize("problem,tile", [

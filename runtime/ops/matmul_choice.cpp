@@ -33,6 +33,13 @@ constexpr LocalSize kGemvLocal{32, 8, 1};
 // A product whose tiles give fewer than kEnoughWorkgroups takes gemv.glsl up to the
 // setting GEMV_MAX_ROWS rows, as long as the rows re-read at most kGemvMaxRereadBytes of B.
 constexpr int64_t kGemvMaxRereadBytes = int64_t{64} << 20;
+// On GPUs, float32 products of at most this many multiply-adds (M N K batch) take gemv.glsl on
+// the same terms whatever B's layout (an mm's B, contiguous in n, too): matmul.glsl would leave a
+// handful of workgroups walking all of K one step at a time (mm 64^3: 4 workgroups of 32 x 32
+// outputs, 64 dependent steps), where gemv.glsl's 32 invocations per output take 2 steps each; B
+// stays in cache for every row that re-reads it. Not on a CPU device: lavapipe runs gemv.glsl's
+// 512 workgroups of barriers 15x slower than matmul.glsl's 4.
+constexpr int64_t kGemvTinyProduct = int64_t{1} << 20;
 
 // matmul_tiled.glsl, the float32 kernel for large products. Each invocation computes
 // 8 x 8 outputs; a workgroup of (x, y) invocations an (8 y) x (8 x) tile, stepping K by
@@ -246,7 +253,8 @@ MatmulChoice choose_matmul(const MatmulProblem& p, const DeviceInfo& device, con
   // handful of workgroups each walking all of K, while gemv.glsl splits K over
   // 32 invocations per output and re-reads B once per row (from L2: bounded).
   MatmulChoice c;
-  if (p.b_sk == 1 && (p.M == 1 || few_rows_gemv(p, s, *config))) {
+  const bool tiny = p.dtype == DType::Float32 && device.type != "cpu" && p.M * p.N * p.K * p.batch <= kGemvTinyProduct;
+  if ((p.b_sk == 1 || tiny) && (p.M == 1 || few_rows_gemv(p, s, *config))) {
     c.kernel = MatmulKernel::Gemv;
     c.shader = "gemv";
     // Fewer outputs per workgroup where the device allows fewer invocations.

@@ -174,7 +174,8 @@ DeviceInfo device_from(const py::dict& d) {
   DeviceInfo i;
   for (const auto& [key, value] : d) {
     const std::string k = py::str(key);
-    if (k == "subgroup_size") i.subgroup_size = value.cast<uint32_t>();
+    if (k == "type") i.type = value.cast<std::string>();
+    else if (k == "subgroup_size") i.subgroup_size = value.cast<uint32_t>();
     else if (k == "subgroup_arithmetic") i.subgroup_arithmetic = value.cast<bool>();
     else if (k == "max_shared_memory") i.max_shared_memory = value.cast<uint32_t>();
     else if (k == "max_storage_buffer_range") i.max_storage_buffer_range = value.cast<VkDeviceSize>();
