@@ -139,7 +139,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   const bool src_device = self.device().is_privateuseone(), dst_device = dst.device().is_privateuseone();
   if (src_device && !dst_device) {
-    dst.copy_(to_host(self));
+    if (self.scalar_type() == dst.scalar_type() && self.sizes() == dst.sizes() && self.is_contiguous() &&
+        dst.is_contiguous()) {  // .cpu(): straight into the host tensor
+      check(table().read(buffer_of(self), byte_offset(self), dst.data_ptr(), dst.nbytes()), "read");
+    } else {
+      dst.copy_(to_host(self));
+    }
   } else if (!src_device && dst_device) {
     write_from_host(dst, self);
   } else if (self.scalar_type() == dst.scalar_type() && self.sizes() == dst.sizes() && self.is_contiguous() &&
