@@ -474,3 +474,36 @@ def test_index_copy_into_a_cache_on_the_device():
     got.index_copy_(-3, torch.tensor([5, 2], device=DEV), rows.to(DEV))
     assert torch.equal(got.cpu(), expected)
     _no_fallback_since(0)
+
+
+def test_threads_share_the_device():
+    """Threads running ops at once (cached and first calls, the C++ kernels and the Python ones,
+    the queue's batches) each get their own right results."""
+    import threading
+
+    torch.manual_seed(0)
+    weights = [torch.randn(24, 24) for _ in range(4)]
+    errors = []
+
+    def work(index):
+        try:
+            w = weights[index]
+            x = torch.randn(7 + index, 24)
+            wd, xd = w.to(DEV), x.to(DEV)
+            want = x
+            got = xd
+            for step in range(40):
+                want = torch.relu(want @ w * 0.1 + x) if step % 2 else torch.tanh(want + step)
+                got = torch.relu(got @ wd * 0.1 + xd) if step % 2 else torch.tanh(got + step)
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
+        except Exception as error:  # noqa: BLE001 (reported below, per thread)
+            errors.append(f"thread {index}: {error!r}")
+
+    with torch.no_grad():
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    assert not errors, errors
