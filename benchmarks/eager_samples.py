@@ -47,7 +47,7 @@ RUN_AS_OTHER_OPS = {
     **{name: "a view eagerly: metadata over the same storage (csrc/), no kernel" for name in (
         "view_copy", "permute_copy", "unsqueeze_copy", "select_copy", "slice_copy", "expand_copy",
         "split_with_sizes_copy", "unfold_copy")},
-    "clone": "copy_ (csrc/) or the GPU gather of a strided view (dispatch.py _clone_kernel)",
+    "clone": "a device copy (csrc/ clone), or the GPU gather of a strided view (an index_select)",
     "to_copy": "copy_ (csrc/): a device-to-device copy, or a conversion through the host",
     "scalar_tensor": "a factory: the device's empty + fill_ (csrc/)",
 }

@@ -12,12 +12,10 @@ with one warning per op; so do ops with no kernel here (the C++ fallback in csrc
 
 import threading
 import warnings
-from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from executorch.exir.dialects._ops import ops as exir_ops
-from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 from torch.utils._pytree import tree_map
 
 from ..backends.memory_planning import plan_memory
@@ -249,8 +247,8 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
     gathered = []  # alive until the graph has run: their buffers are bound by address
     for index, item in enumerate(tensors):
         if not item.is_contiguous():
-            # The graph's inputs are contiguous: a strided view is gathered first.
-            item = _gather(item)
+            # The graph's inputs are contiguous: a strided view is gathered first (csrc/ clone).
+            item = item.contiguous()
             gathered.append(item)
         where = (item.untyped_storage().data_ptr(), item.storage_offset() * item.element_size())
         if index in cached.states:
@@ -262,43 +260,6 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
                                                   if out is not None], states)
     del gathered
     return tuple(outputs) if cached.multi else outputs[0]
-
-
-_GATHER_DTYPES = {torch.float32, torch.float16, torch.int32, torch.int64, torch.bool}
-_GATHER_CACHE_SIZE = 64
-_gather_indices: "OrderedDict[tuple, torch.Tensor]" = OrderedDict()
-
-
-def _gather(view: torch.Tensor) -> torch.Tensor:
-    """A contiguous copy of a strided device tensor, on the GPU where the registry can: an
-    index_select (a one-op graph like any other, queued) of the elements between the view's
-    first and last, at flat indices computed once per (sizes, strides) and kept on the device
-    (the last 64). Other dtypes copy through the host (csrc/ copy_)."""
-    if view.dtype not in _GATHER_DTYPES or view.numel() == 0:
-        return torch.empty(view.shape, dtype=view.dtype, device=DEVICE).copy_(view)
-    extent = 1 + sum((size - 1) * stride for size, stride in zip(view.shape, view.stride()))
-    key = (tuple(view.shape), tuple(view.stride()))
-    with _lock:
-        indices = _gather_indices.pop(key, None)
-    if indices is None:
-        flat = torch.arange(extent, dtype=torch.int64).as_strided(view.shape, view.stride()).reshape(-1)
-        indices = flat.to(torch.int32 if extent < 2**31 else torch.int64).to(DEVICE)
-    with _lock:
-        _gather_indices[key] = indices
-        while len(_gather_indices) > _GATHER_CACHE_SIZE:
-            _gather_indices.popitem(last=False)
-    elements = view.as_strided((extent,), (1,), view.storage_offset())
-    return torch.index_select(elements, 0, indices).view(view.shape)
-
-
-def _clone_kernel(self, *, memory_format=None):
-    """clone (what .contiguous() calls): a strided view into contiguous layout is a GPU gather."""
-    if memory_format in (None, torch.preserve_format) and is_non_overlapping_and_dense(self):
-        memory_format = None  # keeps the strides, as PyTorch's clone: a plain copy
-    elif memory_format in (None, torch.preserve_format, torch.contiguous_format) and not self.is_contiguous():
-        return _gather(self)
-    out = torch.empty_like(self, memory_format=memory_format or torch.preserve_format)
-    return out.copy_(self)
 
 
 def _build(op, edge_target, args: tuple, kwargs: dict) -> _Cached:
@@ -544,5 +505,3 @@ def _register_kernels() -> List[str]:
 
 
 REGISTERED_OPS = _register_kernels() + _register_aliases()
-_libraries["aten"].impl("clone", _clone_kernel, "PrivateUse1")
-REGISTERED_OPS.append("aten.clone.default")

@@ -313,7 +313,8 @@ def test_cached_calls_run_in_cpp(monkeypatch):
     a, b = x.to(DEV), y.to(DEV)
 
     def step(p, q):
-        return torch.softmax(p * 0.5 + q, dim=-1), torch.nn.functional.layer_norm(p, (7,))
+        return (torch.softmax(p * 0.5 + q, dim=-1), torch.nn.functional.layer_norm(p, (7,)),
+                torch.mm(p.t(), q))  # a strided input: gathered, also in C++
 
     with torch.no_grad():
         want = step(x, y)
@@ -323,7 +324,8 @@ def test_cached_calls_run_in_cpp(monkeypatch):
             for w, g in zip(want, got):
                 torch.testing.assert_close(g.cpu(), w)
             assert calls == ([] if attempt else ["aten.mul.Tensor", "aten.add.Tensor", "aten._softmax.default",
-                                                 "aten.native_layer_norm.default"])
+                                                 "aten.native_layer_norm.default", "aten.index_select.default",
+                                                 "aten.mm.default"])
         calls.clear()
         assert torch.equal((a * 0.25).cpu(), x * 0.25) and calls == ["aten.mul.Tensor"]  # another number
         c = a.clone()

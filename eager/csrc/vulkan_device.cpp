@@ -17,6 +17,8 @@
 #include <torch/csrc/autograd/graph_task.h>
 #include <torch/library.h>
 
+#include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -183,6 +185,67 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 constexpr c10::DispatchKeySet kDeviceKeys{c10::DispatchKey::PrivateUse1};
 
+// A contiguous copy of a strided device tensor on the GPU where the registry can gather its
+// dtype: an index_select (itself a cached one-op graph, queued) of the elements between the
+// view's first and last, at flat indices computed once per (sizes, strides) and kept on the
+// device (the last kGatherKept geometries). Other dtypes copy through the host (copy_from).
+constexpr size_t kGatherKept = 64;
+std::mutex g_gather_mutex;
+auto& g_gather_indices = *new std::list<std::pair<std::string, at::Tensor>>;  // most recent first
+
+bool gatherable(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kLong || t == at::kBool;
+}
+
+at::Tensor gather_strided(const at::Tensor& view) {
+  const int64_t n = extent(view);
+  std::string key;
+  for (int64_t size : view.sizes()) key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+  key.push_back('/');
+  for (int64_t stride : view.strides()) key.append(reinterpret_cast<const char*>(&stride), sizeof(stride));
+  at::Tensor indices;
+  {
+    std::lock_guard<std::mutex> lock(g_gather_mutex);
+    for (auto it = g_gather_indices.begin(); it != g_gather_indices.end(); ++it) {
+      if (it->first == key) {
+        indices = it->second;
+        g_gather_indices.splice(g_gather_indices.begin(), g_gather_indices, it);
+        break;
+      }
+    }
+  }
+  if (!indices.defined()) {
+    at::Tensor flat = at::arange(n, at::kLong).as_strided(view.sizes(), view.strides()).reshape(-1);
+    indices = flat.to(n < (int64_t{1} << 31) ? at::kInt : at::kLong).to(view.device());
+    std::lock_guard<std::mutex> lock(g_gather_mutex);
+    g_gather_indices.emplace_front(key, indices);
+    if (g_gather_indices.size() > kGatherKept) g_gather_indices.pop_back();
+  }
+  const at::Tensor elements = view.as_strided({n}, {1}, view.storage_offset());
+  return at::index_select(elements, 0, indices).view(view.sizes());
+}
+
+// clone (what .contiguous() calls): a dense tensor keeps its strides (one device copy of its
+// bytes); a strided view into contiguous layout is a GPU gather.
+at::Tensor clone_kernel(const at::Tensor& self, std::optional<at::MemoryFormat> format) {
+  check_not_backward("clone");
+  const at::MemoryFormat f = format.value_or(at::MemoryFormat::Preserve);
+  if (f == at::MemoryFormat::Preserve && self.is_non_overlapping_and_dense()) {
+    at::Tensor out = at::empty_strided(self.sizes(), self.strides(), self.options());
+    if (self.numel() > 0) {  // a permutation of contiguous strides: numel elements from the first
+      check(table().copy(buffer_of(self), byte_offset(self), buffer_of(out), 0, self.nbytes()), "copy");
+    }
+    return out;
+  }
+  if ((f == at::MemoryFormat::Preserve || f == at::MemoryFormat::Contiguous) && !self.is_contiguous() &&
+      self.numel() > 0 && gatherable(self.scalar_type())) {
+    return gather_strided(self);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options().memory_format(f == at::MemoryFormat::Preserve
+                                                                           ? at::MemoryFormat::Contiguous : f));
+  return out.copy_(self);
+}
+
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> layout, std::optional<at::Device> device,
                                std::optional<bool> pin_memory, std::optional<at::MemoryFormat> format) {
@@ -331,8 +394,14 @@ struct CallTensor {
   bool cpu_scalar;
 };
 
-// Appends one argument to the key; false where the call is not for the fast path.
-bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& tensors) {
+at::Tensor gather_strided(const at::Tensor& view);
+bool gatherable(at::ScalarType t);
+
+// Appends one argument to the key; false where the call is not for the fast path. A strided
+// device tensor (may_gather: not the tensor an in-place op writes) is gathered into a contiguous copy,
+// kept in `gathered` while the call runs, and keyed as that copy.
+bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& tensors,
+            std::deque<at::Tensor>& gathered, bool may_gather) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) {
@@ -346,12 +415,18 @@ bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& ten
       tensors.push_back({&t, true});
       return true;
     }
-    if (!t.device().is_privateuseone() || t.numel() == 0 || !t.is_contiguous()) return false;
+    if (!t.device().is_privateuseone() || t.numel() == 0) return false;
+    const at::Tensor* use = &t;
+    if (!t.is_contiguous()) {
+      if (!may_gather || !gatherable(t.scalar_type())) return false;
+      gathered.push_back(gather_strided(t));
+      use = &gathered.back();
+    }
     key.push_back('t');
     append(key, t.scalar_type());
     append(key, static_cast<int32_t>(t.dim()));
     for (int64_t size : t.sizes()) append(key, size);
-    tensors.push_back({&t, false});
+    tensors.push_back({use, false});
     return true;
   }
   if (v.isNone()) {
@@ -378,7 +453,7 @@ bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& ten
     key.push_back('[');
     append(key, list.size());
     for (const c10::IValue& item : list) {
-      if (!key_of(item, key, tensors)) return false;
+      if (!key_of(item, key, tensors, gathered, may_gather)) return false;
     }
   } else {
     return false;  // a generator, a symbolic size, ...
@@ -409,9 +484,10 @@ class FastKernel final : public c10::OperatorKernel {
     key.reserve(96);
     append(key, this);
     std::vector<CallTensor> tensors;
+    std::deque<at::Tensor> gathered;  // contiguous copies of strided inputs, alive while the call runs
     bool eligible = torch::autograd::get_current_graph_task_id() == -1;  // a backward: Python raises
     for (size_t i = stack->size() - n; eligible && i < stack->size(); ++i) {
-      eligible = key_of((*stack)[i], key, tensors);
+      eligible = key_of((*stack)[i], key, tensors, gathered, !(inplace_ && i == stack->size() - n));
     }
     if (eligible) {
       std::shared_ptr<FastEntry> entry;
@@ -581,6 +657,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("clone", TORCH_FN(clone_kernel));
   // Views: metadata over the same storage.
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
