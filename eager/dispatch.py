@@ -82,6 +82,7 @@ def cache_stats() -> Dict[str, Any]:
         stats["fallback_calls"] += sum(native.values()) - _native_fallback_base
     stats["queue_submits"], stats["queue_submit_seconds"] = _vkdelegate._eager_submits()
     stats["kept_buffers"], stats["kept_bytes"] = _vkdelegate._eager_pool()
+    stats["bound_runs"], stats["copied_runs"] = _vkdelegate._eager_runs()
     stats["fallback_ops"] = sorted(set(_warned) | set(native))
     return stats
 

@@ -337,6 +337,23 @@ def test_cached_calls_run_in_cpp(monkeypatch):
             a[:1].clone().add_(b)  # broadcast into a smaller tensor: the Python kernel's error
 
 
+def test_graphs_bind_the_tensors_buffers():
+    """A queued op's graph reads its inputs and writes its outputs in the tensors' own buffers (no
+    copies), views at an offset included; an output that would overlap an input copies."""
+    x = torch.randn(6, 40)
+    a = x.to(DEV)
+    before = eager.cache_stats()
+    got = [torch.softmax(a, -1), a[2:] * a[:4], torch.nn.functional.layer_norm(a[1:5], (40,))]
+    after = eager.cache_stats()
+    assert after["bound_runs"] - before["bound_runs"] >= 2, (before, after)
+    want = [torch.softmax(x, -1), x[2:] * x[:4], torch.nn.functional.layer_norm(x[1:5], (40,))]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w)
+    c = a.clone()
+    c.add_(a)  # self is both an input and the output: copied
+    torch.testing.assert_close(c.cpu(), 2 * x)
+
+
 def test_full_batches_run_while_the_host_records():
     """With a small queue limit each full batch is submitted without waiting; freed tensors'
     buffers are reused only once the batches that use them finish (checked by the validation

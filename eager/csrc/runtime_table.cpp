@@ -19,6 +19,7 @@
 
 #include "../../runtime/graph/compute_graph.h"
 #include "../../runtime/vk/context.h"
+#include "../../runtime/settings.h"
 #include "../../runtime/vk/memory.h"
 #include "device_table.h"
 
@@ -62,6 +63,7 @@ struct Batch {
   std::vector<ComputeGraph*> graphs;
   std::vector<Buffer*> released;
   std::vector<std::unique_ptr<Buffer>> staging;  // uploads recorded in it
+  std::vector<VkDescriptorPool> pools;           // the descriptor sets of graphs bound to tensors
 };
 struct Queue {
   Batch batch;  // being recorded, if open
@@ -69,6 +71,7 @@ struct Queue {
   size_t ops = 0;
   std::deque<Batch> in_flight;  // submitted, oldest first
   std::vector<std::unique_ptr<CommandStream>> spare;
+  std::vector<VkDescriptorPool> spare_pools;
   // Buffers the open and running batches read or write: the host maps one of them only after a flush.
   std::unordered_set<const Buffer*> used;
 };
@@ -77,6 +80,8 @@ Queue& g_queue = *new Queue;
 size_t g_queue_limit = 64;  // 0: each op submitted and waited for
 uint64_t g_submits = 0;     // batches of queued ops submitted
 double g_submit_seconds = 0;  // spent submitting them and waiting for them
+uint64_t g_bound_runs = 0, g_copied_runs = 0;  // queued graph runs on the tensors' buffers / with copies
+
 
 // Freed tensors' buffers, kept for the next tensors of their size class (as PyTorch's CUDA caching
 // allocator): creating a Vulkan buffer, binding its memory, and freeing a memory block its last
@@ -155,6 +160,10 @@ void retire_oldest_locked(std::string& fault) {
   }
   for (Buffer* b : batch.released) pool_put_locked(b);
   g_queue.spare.push_back(std::move(batch.stream));
+  for (VkDescriptorPool pool : batch.pools) {
+    VKD_CHECK(vkResetDescriptorPool(Context::get()->device(), pool, 0));
+    g_queue.spare_pools.push_back(pool);
+  }
   std::sort(batch.graphs.begin(), batch.graphs.end());
   batch.graphs.erase(std::unique(batch.graphs.begin(), batch.graphs.end()), batch.graphs.end());
   for (ComputeGraph* g : batch.graphs) {
@@ -394,6 +403,41 @@ struct Binding {
   Sizes sizes;
 };
 
+// A descriptor set for a graph bound to tensors' buffers (record_bound), from the open batch's
+// pools (reset when the batch has finished).
+VkDescriptorSet allocate_set(VkDescriptorSetLayout layout) {
+  Batch& batch = g_queue.batch;
+  VkDevice device = context().device();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt > 0 || batch.pools.empty()) {
+      VkDescriptorPool pool = VK_NULL_HANDLE;
+      if (!g_queue.spare_pools.empty()) {
+        pool = g_queue.spare_pools.back();
+        g_queue.spare_pools.pop_back();
+      } else {
+        constexpr uint32_t kSets = 256;
+        const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSets * 12},
+                                               {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSets}};
+        VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        pci.maxSets = kSets;
+        pci.poolSizeCount = 2;
+        pci.pPoolSizes = sizes;
+        VKD_CHECK(vkCreateDescriptorPool(device, &pci, nullptr, &pool));
+      }
+      batch.pools.push_back(pool);
+    }
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = batch.pools.back();
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    const VkResult r = vkAllocateDescriptorSets(device, &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) VKD_CHECK(r);
+  }
+  throw VulkanError("eager run: a fresh descriptor pool cannot hold a graph's descriptor set");
+}
+
 bool same_bytes(const Tensor& t) { return storage_size(t.storage_type) == dtype_size(t.dtype); }
 
 // Runs a one-op graph on device tensors. Where the graph stores a tensor as its dtype's bytes
@@ -440,6 +484,21 @@ std::function<void(VkCommandBuffer)> copies_out(ComputeGraph& g, const std::vect
   };
 }
 
+// Whether the graph can read its inputs and write its outputs in the tensors' own buffers (no
+// copies): no states, outputs that overlap no other operand's buffer, and ComputeGraph::bindable.
+bool bound_in_place(const ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs,
+                    const std::vector<StateBinding>& states) {
+  if (!states.empty() || process_settings().eager_copies) return false;
+  std::vector<std::pair<VkDeviceSize, VkDeviceSize>> where;
+  for (const Binding& b : inputs) where.emplace_back(b.offset, b.buffer->size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const Binding& b : inputs) if (b.buffer == outputs[i].buffer) return false;
+    for (size_t j = 0; j < outputs.size(); ++j) if (j != i && outputs[j].buffer == outputs[i].buffer) return false;
+    where.emplace_back(outputs[i].offset, outputs[i].buffer->size());
+  }
+  return g.bindable(where);
+}
+
 // Runs a one-op graph on device tensors (g_mutex and the graph's lock held). Where the graph
 // stores every operand as its dtype's bytes (float32, float16, int32; int64 where the device
 // has int64), the input and output copies are device-to-device copies around its dispatches,
@@ -475,8 +534,22 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     check_range(st.buffer, st.offset, t.nbytes(), "graph state");
   }
   if (direct && g_queue_limit > 0) {
-    // record_into's first barrier orders the graph after everything recorded before it.
-    g.record_into(queue_commands(false), copies_in(g, inputs, states), copies_out(g, outputs));
+    // record_into's and record_bound's first barrier orders the graph after everything recorded before it.
+    const VkCommandBuffer cmd = queue_commands(false);
+    if (bound_in_place(g, inputs, outputs, states)) {
+      std::vector<ComputeGraph::ExternalTensor> external;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        external.push_back({g.input_id(i), inputs[i].buffer->handle(), inputs[i].offset});
+      }
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        external.push_back({g.output_id(i), outputs[i].buffer->handle(), outputs[i].offset});
+      }
+      g.record_bound(cmd, external, allocate_set);
+      ++g_bound_runs;
+    } else {
+      g.record_into(cmd, copies_in(g, inputs, states), copies_out(g, outputs));
+      ++g_copied_runs;
+    }
     g_queue.batch.graphs.push_back(&g);
     for (const StateBinding& b : states) g_queue.used.insert(b.buffer);
     for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
@@ -597,6 +670,10 @@ void register_eager(py::module_& m) {
      "the previous limit.");
   m.def("_eager_submits", [] { return std::make_pair(g_submits, g_submit_seconds); },
         "(command buffers of queued ops submitted so far, seconds spent submitting them and waiting for them).");
+  m.def("_eager_runs", [] {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    return std::make_pair(g_bound_runs, g_copied_runs);
+  }, "(queued graph runs bound to the tensors' buffers, queued runs that copied their operands) so far.");
   m.def("_eager_graph_address", [](ComputeGraph& g) { return reinterpret_cast<uintptr_t>(&g); }, py::arg("graph"),
         "The graph's address, for the device table's run (the caller keeps the Graph alive).");
   m.def("_eager_pool", [] {

@@ -957,26 +957,34 @@ void ComputeGraph::create_descriptors() {
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &node.pipeline->set_layout;
     VKD_CHECK(vkAllocateDescriptorSets(ctx_.device(), &ai, &node.set));
-    std::vector<VkDescriptorBufferInfo> infos(node.tensors.size() + 1);
-    std::vector<VkWriteDescriptorSet> writes(node.tensors.size() + 1);
-    for (size_t b = 0; b < infos.size(); ++b) {
-      const bool is_params = b == node.tensors.size();
-      if (is_params) {
-        infos[b] = {params_buffer_->handle(), node.params_offset, node.params.size()};
-      } else {
-        infos[b] = tensor_binding(node, b);
-      }
-      writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-      writes[b].dstSet = node.set;
-      writes[b].dstBinding = static_cast<uint32_t>(b);
-      writes[b].descriptorCount = 1;
-      writes[b].descriptorType =
-          is_params ? node.pipeline->params_type : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[b].pBufferInfo = &infos[b];
-    }
-    vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
-                           nullptr);
+    write_descriptors(node, node.set, nullptr);
   }
+}
+
+void ComputeGraph::write_descriptors(const Node& node, VkDescriptorSet set,
+                                     const std::vector<ExternalTensor>* external) const {
+  std::vector<VkDescriptorBufferInfo> infos(node.tensors.size() + 1);
+  std::vector<VkWriteDescriptorSet> writes(node.tensors.size() + 1);
+  for (size_t b = 0; b < infos.size(); ++b) {
+    const bool is_params = b == node.tensors.size();
+    if (is_params) {
+      infos[b] = {params_buffer_->handle(), node.params_offset, node.params.size()};
+    } else {
+      infos[b] = tensor_binding(node, b);
+      for (const ExternalTensor& e : external ? *external : std::vector<ExternalTensor>{}) {
+        if (e.value == node.tensors[b]) {  // bindable(): no window, within the device's range
+          infos[b] = {e.buffer, e.offset, storages_[std::get<Tensor>(values_[e.value]).storage].nbytes};
+        }
+      }
+    }
+    writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[b].dstSet = set;
+    writes[b].dstBinding = static_cast<uint32_t>(b);
+    writes[b].descriptorCount = 1;
+    writes[b].descriptorType = is_params ? node.pipeline->params_type : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].pBufferInfo = &infos[b];
+  }
+  vkUpdateDescriptorSets(ctx_.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 }
 
 VkDescriptorBufferInfo ComputeGraph::tensor_binding(const Node& node, size_t b) const {
@@ -1072,9 +1080,19 @@ std::vector<std::vector<const Node*>> ComputeGraph::dispatch_batches(BarrierMode
 }
 
 void ComputeGraph::dispatch(VkCommandBuffer cmd, const Node& node) {
+  VkDescriptorSet set = node.set;
+  if (external_ != nullptr) {
+    for (const ExternalTensor& e : *external_) {
+      if (std::find(node.tensors.begin(), node.tensors.end(), e.value) != node.tensors.end()) {
+        set = (*allocate_set_)(node.pipeline->set_layout);
+        write_descriptors(node, set, external_);
+        break;
+      }
+    }
+  }
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->handle);
   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, node.pipeline->layout, 0, 1,
-                          &node.set, 0, nullptr);
+                          &set, 0, nullptr);
   vkCmdDispatch(cmd, node.groups[0], node.groups[1], node.groups[2]);
   ++num_dispatches_;
 }
@@ -1136,6 +1154,69 @@ void ComputeGraph::record_into(VkCommandBuffer cmd, const std::function<void(VkC
   record_batches(cmd);
   memory_barrier(cmd, compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, kTransferRW);
   after(cmd);
+  ++num_executes_;
+}
+
+bool ComputeGraph::bindable(const std::vector<std::pair<VkDeviceSize, VkDeviceSize>>& offset_and_size) const {
+  std::vector<int> ids(input_ids_);
+  ids.insert(ids.end(), output_ids_.begin(), output_ids_.end());
+  if (offset_and_size.size() != ids.size() || profiling_ || perturb_value_ >= 0) return false;
+  const DeviceInfo& info = ctx_.info();
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_offset_alignment, 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int id = ids[i];
+    if (std::count(ids.begin(), ids.end(), id) != 1) return false;
+    const Tensor& t = std::get<Tensor>(values_[id]);
+    const Storage& s = storages_[t.storage];
+    const auto [offset, size] = offset_and_size[i];
+    if (t.is_view || t.is_state || s.nbytes == 0 || s.nbytes > info.max_storage_buffer_range ||
+        offset % align != 0 || offset > size || size - offset < s.nbytes) {
+      return false;
+    }
+    for (size_t v = 0; v < values_.size(); ++v) {  // another value in its storage: a view, an alias
+      const Tensor* other = std::get_if<Tensor>(&values_[v]);
+      if (other != nullptr && static_cast<int>(v) != id && other->storage == t.storage) return false;
+    }
+    const bool input = i < input_ids_.size();
+    bool written = false;
+    for (const Node& node : nodes_) {
+      if (!node.pipeline) continue;
+      for (size_t b = 0; b < node.tensors.size(); ++b) {
+        if (node.tensors[b] != id) continue;
+        for (const auto& w : node.windows) {
+          if (w[0] == b) return false;
+        }
+        const bool write = b >= node.pipeline->writes.size() || node.pipeline->writes[b];
+        if (write && input) return false;
+        written = written || write;
+      }
+    }
+    if (!input && !written) return false;
+  }
+  return true;
+}
+
+void ComputeGraph::record_bound(VkCommandBuffer cmd, const std::vector<ExternalTensor>& external,
+                                const std::function<VkDescriptorSet(VkDescriptorSetLayout)>& allocate_set) {
+  if (profiling_) throw GraphError("a profiled graph records its own command buffer");
+  update_sizes();
+  const VkPipelineStageFlags compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  const VkPipelineStageFlags transfer = VK_PIPELINE_STAGE_TRANSFER_BIT;
+  // After everything recorded before it, which may have written the inputs or used the outputs.
+  memory_barrier(cmd, compute | transfer, kShaderRW | kTransferRW, compute, kShaderRW);
+  num_dispatches_ = 0;
+  num_barriers_ = 0;
+  external_ = &external;
+  allocate_set_ = &allocate_set;
+  try {
+    record_batches(cmd);
+  } catch (...) {
+    external_ = nullptr;
+    allocate_set_ = nullptr;
+    throw;
+  }
+  external_ = nullptr;
+  allocate_set_ = nullptr;
   ++num_executes_;
 }
 

@@ -186,6 +186,23 @@ class ComputeGraph {
   // command buffer has finished.
   void record_into(VkCommandBuffer cmd, const std::function<void(VkCommandBuffer)>& before,
                    const std::function<void(VkCommandBuffer)>& after);
+  // record_into without the copies (the eager device): graph inputs and outputs read and written
+  // in place in other buffers, bound instead of their own storage, in descriptor sets from
+  // allocate_set (which the caller resets once the command buffer has finished). bindable first.
+  struct ExternalTensor {
+    int value;  // an input_id or output_id
+    VkBuffer buffer;
+    VkDeviceSize offset;
+  };
+  // Whether every input and output can be bound in other buffers, at the given byte offsets of
+  // buffers of the given sizes (inputs first, then outputs): no other value shares its storage (a
+  // view, a planned alias), no dispatch windows it or writes an input, each output is written by
+  // a dispatch, and the offsets are aligned as the device wants.
+  bool bindable(const std::vector<std::pair<VkDeviceSize, VkDeviceSize>>& offset_and_size) const;
+  void record_bound(VkCommandBuffer cmd, const std::vector<ExternalTensor>& external,
+                    const std::function<VkDescriptorSet(VkDescriptorSetLayout)>& allocate_set);
+  int input_id(size_t i) const { return input_ids_[i]; }
+  int output_id(size_t i) const { return output_ids_[i]; }
   // Output sizes (and kernel parameters) for the input sizes set.
   void update_sizes();
   // Throws a GraphError naming the first node (in graph order) whose fault slot
@@ -235,6 +252,8 @@ class ComputeGraph {
   // State tensors without an initial constant, and add_zeroed_tensor's, start as zeros.
   void zero_state();
   void create_descriptors();
+  // Writes node's bindings into set: its tensors' storage (or window), or an external buffer.
+  void write_descriptors(const Node& node, VkDescriptorSet set, const std::vector<ExternalTensor>* external) const;
   void propagate_sizes();
   void record();
   // DEBUG_PERTURB_OP: after the dispatch (or batch) holding the op's last node, overwrite
@@ -262,6 +281,9 @@ class ComputeGraph {
   size_t num_barriers_ = 0;
   uint64_t num_records_ = 0;
   uint64_t num_executes_ = 0;
+  // During record_bound: the external tensors and where their descriptor sets come from.
+  const std::vector<ExternalTensor>* external_ = nullptr;
+  const std::function<VkDescriptorSet(VkDescriptorSetLayout)>* allocate_set_ = nullptr;
 
   Context& ctx_;
   const Settings settings_;

@@ -121,6 +121,7 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   X(vkCreateDescriptorPool)             \
   X(vkDestroyDescriptorPool)            \
   X(vkAllocateDescriptorSets)           \
+  X(vkResetDescriptorPool)              \
   X(vkUpdateDescriptorSets)             \
   X(vkCreateCommandPool)                \
   X(vkDestroyCommandPool)               \
