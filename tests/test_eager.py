@@ -288,19 +288,6 @@ def test_smollm2_gguf_on_the_device():
     assert stats["fallback_calls"] == 0 and not any("gguf" in name for name in stats["fallback_ops"])
 
 
-def test_queued_ops_submit_at_a_sync_point():
-    x = torch.randn(16, 16)
-    y = x.to(DEV)
-    torch.vulkan.synchronize()
-    before = eager.cache_stats()["queue_submits"]
-    z, expected = y, x
-    for _ in range(10):
-        z, expected = z * 0.5 + y, expected * 0.5 + x
-    assert eager.cache_stats()["queue_submits"] == before  # recorded, not submitted
-    torch.testing.assert_close(z.cpu(), expected)  # .cpu() submits them, once
-    assert eager.cache_stats()["queue_submits"] == before + 1
-
-
 def test_cached_calls_run_in_cpp(monkeypatch):
     """A call whose one-op graph is cached runs from the C++ kernel, without the Python kernel:
     functional and in-place ops, several outputs, Python numbers (their values part of the key)."""
@@ -354,21 +341,24 @@ def test_graphs_bind_the_tensors_buffers():
     torch.testing.assert_close(c.cpu(), 2 * x)
 
 
-def test_full_batches_run_while_the_host_records():
-    """With a small queue limit each full batch is submitted without waiting; freed tensors'
-    buffers are reused only once the batches that use them finish (checked by the validation
-    layer), and the result is the CPU's."""
-    previous = eager.queue_limit(4)
+@pytest.mark.parametrize("limit", [64, 4])
+def test_queued_ops_submit_in_batches(limit):
+    """Ops are recorded, not submitted, until a sync point (.cpu(): one submit) or a full batch,
+    submitted without waiting; freed tensors' buffers are reused only once the batches that use
+    them finish (checked by the validation layer). The result is the CPU's either way."""
+    previous = eager.queue_limit(limit)
     try:
         x = torch.randn(16, 16)
         y = x.to(DEV)
         torch.vulkan.synchronize()
         before = eager.cache_stats()["queue_submits"]
         z, expected = y, x
-        for _ in range(30):
-            z, expected = z * 0.5 + y, expected * 0.5 + x
-        assert eager.cache_stats()["queue_submits"] >= before + 14  # submitted as they filled
+        for _ in range(31):
+            z, expected = z * 0.5 + y, expected * 0.5 + x  # 62 ops
+        submitted = eager.cache_stats()["queue_submits"] - before
+        assert submitted == (0 if limit == 64 else 15)  # batches of `limit` as they filled, 2 ops left open
         torch.testing.assert_close(z.cpu(), expected)
+        assert eager.cache_stats()["queue_submits"] - before == submitted + 1  # .cpu(): one more
     finally:
         eager.queue_limit(previous)
 
