@@ -501,11 +501,12 @@ bool bound_in_place(const ComputeGraph& g, const std::vector<Binding>& inputs, c
 
 // Runs a one-op graph on device tensors (g_mutex and the graph's lock held). Where the graph
 // stores every operand as its dtype's bytes (float32, float16, int32; int64 where the device
-// has int64), the input and output copies are device-to-device copies around its dispatches,
-// and the op joins the queue (record_into), or with a queue limit of 0 runs at once in the
-// graph's own command buffer (its prologue and epilogue). bool and 8-bit tensors (int32 on the
-// GPU), and int64 stored as int32, go through the host, converted as a delegate's inputs and
-// outputs are: such a run waits for the queue and for itself.
+// has int64), the op joins the queue: bound to the tensors' buffers (record_bound) or with
+// device-to-device copies around its dispatches (record_into); with a queue limit of 0 the
+// queue is submitted and waited for at once. bool and 8-bit tensors (int32 on the GPU), and
+// int64 stored as int32, go through the host, converted as a delegate's inputs and outputs are,
+// in the graph's own command buffer (copies in its prologue and epilogue): such a run waits for
+// the queue and for itself.
 void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const std::vector<Binding>& outputs,
                     const std::vector<StateBinding>& states) {
   if (inputs.size() != g.num_inputs() || outputs.size() != g.num_outputs()) {
@@ -533,7 +534,7 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     }
     check_range(st.buffer, st.offset, t.nbytes(), "graph state");
   }
-  if (direct && g_queue_limit > 0) {
+  if (direct) {
     // record_into's and record_bound's first barrier orders the graph after everything recorded before it.
     const VkCommandBuffer cmd = queue_commands(false);
     if (bound_in_place(g, inputs, outputs, states)) {
@@ -554,7 +555,11 @@ void run_on_buffers(ComputeGraph& g, const std::vector<Binding>& inputs, const s
     for (const StateBinding& b : states) g_queue.used.insert(b.buffer);
     for (const Binding& b : inputs) g_queue.used.insert(b.buffer);
     for (const Binding& b : outputs) g_queue.used.insert(b.buffer);
-    count_op_locked();
+    if (g_queue_limit == 0) {
+      flush_locked();  // each op submitted and waited for: its GPU-side fault raised by the op
+    } else {
+      count_op_locked();
+    }
     return;
   }
   flush_locked();
