@@ -392,16 +392,16 @@ void append(std::string& key, const T& value) {
 struct CallTensor {
   const at::Tensor* tensor;
   bool cpu_scalar;
+  bool strided = false;  // a strided device tensor, gathered once the call is known to be eligible
 };
 
 at::Tensor gather_strided(const at::Tensor& view);
 bool gatherable(at::ScalarType t);
 
 // Appends one argument to the key; false where the call is not for the fast path. A strided
-// device tensor (may_gather: not the tensor an in-place op writes) is gathered into a contiguous copy,
-// kept in `gathered` while the call runs, and keyed as that copy.
-bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& tensors,
-            std::deque<at::Tensor>& gathered, bool may_gather) {
+// device tensor (may_gather: not the tensor an in-place op writes) is keyed as the contiguous copy
+// the call will gather.
+bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& tensors, bool may_gather) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) {
@@ -416,17 +416,13 @@ bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& ten
       return true;
     }
     if (!t.device().is_privateuseone() || t.numel() == 0) return false;
-    const at::Tensor* use = &t;
-    if (!t.is_contiguous()) {
-      if (!may_gather || !gatherable(t.scalar_type())) return false;
-      gathered.push_back(gather_strided(t));
-      use = &gathered.back();
-    }
+    const bool strided = !t.is_contiguous();
+    if (strided && (!may_gather || !gatherable(t.scalar_type()))) return false;
     key.push_back('t');
     append(key, t.scalar_type());
     append(key, static_cast<int32_t>(t.dim()));
     for (int64_t size : t.sizes()) append(key, size);
-    tensors.push_back({use, false});
+    tensors.push_back({&t, false, strided});
     return true;
   }
   if (v.isNone()) {
@@ -453,7 +449,7 @@ bool key_of(const c10::IValue& v, std::string& key, std::vector<CallTensor>& ten
     key.push_back('[');
     append(key, list.size());
     for (const c10::IValue& item : list) {
-      if (!key_of(item, key, tensors, gathered, may_gather)) return false;
+      if (!key_of(item, key, tensors, may_gather)) return false;
     }
   } else {
     return false;  // a generator, a symbolic size, ...
@@ -484,19 +480,22 @@ class FastKernel final : public c10::OperatorKernel {
     key.reserve(96);
     append(key, this);
     std::vector<CallTensor> tensors;
-    std::deque<at::Tensor> gathered;  // contiguous copies of strided inputs, alive while the call runs
     bool eligible = torch::autograd::get_current_graph_task_id() == -1;  // a backward: Python raises
     for (size_t i = stack->size() - n; eligible && i < stack->size(); ++i) {
-      eligible = key_of((*stack)[i], key, tensors, gathered, !(inplace_ && i == stack->size() - n));
+      eligible = key_of((*stack)[i], key, tensors, !(inplace_ && i == stack->size() - n));
     }
+    std::shared_ptr<FastEntry> entry;
     if (eligible) {
-      std::shared_ptr<FastEntry> entry;
-      {
-        std::shared_lock<std::shared_mutex> lock(g_fast_mutex);
-        const auto it = g_fast.find(key);
-        if (it != g_fast.end()) entry = it->second;
+      std::shared_lock<std::shared_mutex> lock(g_fast_mutex);
+      const auto it = g_fast.find(key);
+      if (it != g_fast.end()) entry = it->second;
+    }
+    if (entry) {
+      std::deque<at::Tensor> gathered;  // contiguous copies of strided inputs, alive while the graph runs
+      for (CallTensor& t : tensors) {
+        if (t.strided) t.tensor = &gathered.emplace_back(gather_strided(*t.tensor));
       }
-      if (entry && run(op, *entry, tensors, stack)) {
+      if (run(op, *entry, tensors, stack)) {
         ++g_fast_hits;
         return;
       }
