@@ -973,7 +973,8 @@ void ComputeGraph::write_descriptors(const Node& node, VkDescriptorSet set,
       infos[b] = tensor_binding(node, b);
       for (const ExternalTensor& e : external ? *external : std::vector<ExternalTensor>{}) {
         if (e.value == node.tensors[b]) {  // bindable(): no window, within the device's range
-          infos[b] = {e.buffer, e.offset, storages_[std::get<Tensor>(values_[e.value]).storage].nbytes};
+          // As many bytes as the storage's own whole-buffer binding shows the shader.
+          infos[b] = {e.buffer, e.offset, storages_[std::get<Tensor>(values_[e.value]).storage].buffer->size()};
         }
       }
     }
@@ -1169,8 +1170,8 @@ bool ComputeGraph::bindable(const std::vector<std::pair<VkDeviceSize, VkDeviceSi
     const Tensor& t = std::get<Tensor>(values_[id]);
     const Storage& s = storages_[t.storage];
     const auto [offset, size] = offset_and_size[i];
-    if (t.is_view || t.is_state || s.nbytes == 0 || s.nbytes > info.max_storage_buffer_range ||
-        offset % align != 0 || offset > size || size - offset < s.nbytes) {
+    if (t.is_view || t.is_state || s.nbytes == 0 || !s.buffer || s.buffer->size() > info.max_storage_buffer_range ||
+        offset % align != 0 || offset > size || size - offset < s.buffer->size()) {
       return false;
     }
     for (size_t v = 0; v < values_.size(); ++v) {  // another value in its storage: a view, an alias
