@@ -70,9 +70,11 @@ class _Cached:
 
 
 def cache_stats() -> Dict[str, Any]:
-    """One-op graphs built, cache hits and misses (a miss builds a graph or finds the op must
-    fall back), calls that ran on the CPU (through either fallback), the ops that did, and the
-    command buffers of queued ops submitted since the process began."""
+    """One-op graphs built, cache hits (the C++ kernels' and Python's) and misses (a miss builds a
+    graph or finds the op must fall back), calls that ran on the CPU (through either fallback),
+    the ops that did; since the process began, the batches of queued ops submitted (and the
+    seconds spent submitting and waiting for them), the queued runs bound to the tensors' buffers
+    and those that copied their operands; the freed buffers kept for new tensors."""
     native = _C.fallback_counts()  # op name -> calls, of the C++ fallback
     _, fast_hits = _C.fast_stats()
     with _lock:
