@@ -230,6 +230,8 @@ def _run(op, edge_target, name: str, args: tuple, kwargs: dict):
     tensors = [item for item in leaves if isinstance(item, torch.Tensor)]
     if any(item.numel() == 0 for item in tensors):
         return _cpu_fallback(op, name, args, kwargs, "an empty tensor")
+    if not all(_is_device(item) for item in tensors):  # a 0-dim CPU tensor inside a list: not moved
+        return _cpu_fallback(op, name, args, kwargs, "a CPU scalar tensor in a list of tensors")
     key = (name, _key_of(args), _key_of(tuple(sorted(kwargs.items()))))
     with _lock:
         cached = _cache.get(key)

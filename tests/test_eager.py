@@ -207,6 +207,20 @@ def test_mixing_devices_is_an_error():
     assert torch.allclose((a + torch.tensor(2.0)).cpu(), a.cpu() + 2)
 
 
+def test_a_cpu_scalar_in_a_tensor_list_runs_on_the_cpu():
+    """A 0-dim CPU tensor inside a list argument is not moved to the device (only Tensor arguments
+    are): the op must not hand its host memory to the GPU as a device buffer, whatever the
+    registry says of the call; it runs on the CPU."""
+    from vkdelegate.eager import dispatch
+
+    op, target = dispatch._edge_target("aten.index.Tensor")
+    x = torch.randn(4, 3)
+    index = torch.tensor(2)  # 0-dim, on the CPU
+    with pytest.warns(UserWarning, match="a CPU scalar tensor in a list"):
+        got = dispatch._run(op, target, "aten.index.Tensor", (x.to(DEV), [index]), {})
+    assert got.device.type == DEV and torch.equal(got.cpu(), x[index])
+
+
 def test_backward_is_an_error():
     x = torch.randn(4, 3, device=DEV, requires_grad=True)
     w = torch.randn(3, 2, device=DEV)
