@@ -395,9 +395,6 @@ struct CallTensor {
   bool strided = false;  // a strided device tensor, gathered once the call is known to be eligible
 };
 
-at::Tensor gather_strided(const at::Tensor& view);
-bool gatherable(at::ScalarType t);
-
 // Appends one argument to the key; false where the call is not for the fast path. A strided
 // device tensor (may_gather: not the tensor an in-place op writes) is keyed as the contiguous copy
 // the call will gather.
@@ -467,8 +464,6 @@ at::ScalarType dtype_named(const std::string& name) {
   TORCH_CHECK(it != names.end(), "vulkan device: dtype ", name, " is not supported");
   return it->second;
 }
-
-at::Tensor empty_device(at::IntArrayRef sizes, at::ScalarType dtype);
 
 class FastKernel final : public c10::OperatorKernel {
  public:
