@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The eager vulkan device on the GPU machine (issue 20's figures), from the repository root of the copied
 # tree, carrying .gl2 and benchmarks/bundle_eager (make_eager_bundle.py):
-#   bash benchmarks/eager_gpu.sh OUT
+#   bash benchmarks/eager_gpu.sh OUT [--build-only]
 # Builds vkdelegate.runtime._vkdelegate and vkdelegate.eager._C against that machine's Python and torch
 # (the runtime core comes built in the bundle), then runs benchmarks/eager_latency.py (the eager device
 # against PyTorch CUDA eager on the same GPU) and benchmarks/eager_samples.py (every registry sample
 # eagerly against the CPU). Writes OUT/eager_latency.{txt,json} and OUT/eager_samples.{txt,json}.
 set -euo pipefail
-out=${1:?usage: eager_gpu.sh OUT}
+out=${1:?usage: eager_gpu.sh OUT [--build-only]}
+build_only=${2:-}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +45,9 @@ c++ -shared -o "$root/eager/_C$ext" "$work/vulkan_device.o" -Wl,-rpath,"$torch_d
     "$torch_dir/lib/libc10.so" "$torch_dir/lib/libtorch_cpu.so"
 echo "[eager_gpu] built the two modules for $($py -V) and torch $($py -c 'import torch; print(torch.__version__)')" \
      "in $((SECONDS - start)) s"
+# --build-only: the modules alone (then `source benchmarks/gpu_vulkan.sh` and PYTHONPATH=/tmp/vkd_eager/pkg:/tmp/vkd_eager/site
+# run anything that imports vkdelegate.runtime or vkdelegate.eager, the tests that need no executorch runtime).
+if [ "$build_only" = --build-only ]; then exit 0; fi
 # EAGER_GPU_LOCAL=1: this machine's own Vulkan (a dry run of the script off the GPU machine).
 [ -n "${EAGER_GPU_LOCAL:-}" ] || source "$root/benchmarks/gpu_vulkan.sh"
 export PYTHONPATH=$work/pkg:$work/site${PYTHONPATH:+:$PYTHONPATH}

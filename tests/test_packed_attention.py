@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from helpers import dispatch_ops, lower, run_pte
-from kernel_check import chosen_shaders
+from kernel_check import chosen_shaders, run_forcing
 from vkdelegate.examples.models.transformer import TransformerBlock
 from vkdelegate.examples.models.vit import ViTBlock
 
@@ -85,6 +85,18 @@ def test_vit_block_attention_is_one_dispatch():
     assert ops[:4] == ["aten.native_layer_norm.default", "aten.linear.default", FUSED,
                        "et_vk.vkd_linear_act.default"], ops
     assert [s for s in chosen_shaders(em) if s.startswith("sdpa")] == ["sdpa_short_f32"]
+
+
+def test_half_packed_attention_on_cooperative_matrices():
+    """In float16 the fused op takes the cooperative-matrix kernel, q, k and v read in place from the packed
+    rows (their offsets and rows multiples of 8 elements); causal, three heads, rows past a block."""
+    from test_sdpa_tiled import coop_kernel
+    torch.manual_seed(5)
+    model, x = PackedAttention(3, causal=True).eval().half(), torch.randn(2, 37, 3 * 3 * 16).half()
+    settings, shader = coop_kernel()
+    run = run_forcing(model, (x,), **settings)
+    assert [s for s in run.shaders if s.startswith("sdpa")] == [shader + "_d64_f16"]
+    torch.testing.assert_close(run.outputs[0].float(), model.float()(x.float()), atol=2e-3, rtol=2e-3)
 
 
 def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():

@@ -1,4 +1,7 @@
-"""aten.scaled_dot_product_attention's kernels against eager PyTorch: the tiled kernel
+"""aten.scaled_dot_product_attention's kernels against eager PyTorch: in float16 on a device with
+cooperative matrices, the cooperative-matrix kernel (glsl/sdpa_coop.glslh: blocks of 16 query rows, up to
+256 keys, head dims multiples of 8 up to 128; on lavapipe its emulated twin, the setting COOPMAT_EMULATE);
+the tiled kernel
 (glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV head, key tiles of 32 (head dims up to 64) or 16
 (up to 128)), forced with SDPA_KERNEL=tiled on these small cases and chosen by default from 16 queries and
 128 workgroups; else, up to 512 keys, the short kernel (glsl/sdpa_short.glsl: blocks of up to 4 query
@@ -16,6 +19,7 @@ from vkdelegate.serialization.graph_ir import (BoolValue, DType, DoubleValue, Gr
 
 SDPA_TILED_MIN_QUERIES = 16  # runtime/ops/attention.cpp: kSdpaTiledMinQueries
 SHORT_MAX_KEYS = 512  # runtime/ops/attention.cpp: kShortAttentionMaxKeys
+COOP_MAX_KEYS = 256  # runtime/ops/attention.cpp: kCoopAttentionMaxKeys
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.bool: DType.bool_}
 
@@ -38,6 +42,17 @@ def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False
 
 
 TILED = {"SDPA_KERNEL": "tiled"}
+SHORT = {"SDPA_KERNEL": "short"}
+
+
+def coop_kernel():
+    """(settings, shader base) of the cooperative-matrix kernel here: the real one on a device with
+    16x16x16 half cooperative matrices and subgroups of 32 (the suite run on a GPU), else its emulated
+    twin (lavapipe)."""
+    info = rt.device_info()
+    if info["cooperative_matrix"] and info["subgroup_size"] == 32 and "16x16x16 f16->f32" in info["cooperative_matrix_shapes"]:
+        return {}, "sdpa_coop"
+    return {"COOPMAT_EMULATE": True}, "sdpa_coop_emu"
 
 
 def check(q, k, v, shader, mask=None, settings=None, **kwargs):
@@ -166,7 +181,7 @@ def test_short_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, c
     torch.manual_seed(L * 100 + S)
     q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
     assert q.dim() == len(lead) + (2 if heads is None else 3)
-    check(q, k, v, "sdpa_short", is_causal=causal, enable_gqa=heads != kv_heads)
+    check(q, k, v, "sdpa_short", settings=SHORT, is_causal=causal, enable_gqa=heads != kv_heads)
 
 
 def test_short_kernel_scale_and_large_scores():
@@ -174,6 +189,80 @@ def test_short_kernel_scale_and_large_scores():
     torch.manual_seed(3)
     q, k, v = qkv((1,), 2, 9, 30, 8)
     check(q * 30, k * 30, v, "sdpa_short", is_causal=True, scale=0.9)
+
+
+COOP_CASES = [
+    # (lead dims, heads, kv heads, L, S, E, Ev, causal): ViT-tiny's shape; rows and keys not multiples of the
+    # block (16), the key tile (16) or the chunk (64, 32); causal with L != S both ways (blocks whose rows
+    # count different keys; rows past L); grouped heads; E != Ev; head dims 8 to 128 (both variants); ranks
+    # 2 to 5; S at the bound; one key.
+    pytest.param((1,), 3, 3, 197, 197, 64, 64, False, id="vit_tiny_shape"),
+    pytest.param((2,), 2, 2, 45, 70, 16, 24, False, id="ragged_e16_ev24"),
+    pytest.param((1,), 2, 2, 40, 29, 8, 8, True, id="causal_L_above_S"),
+    pytest.param((2,), 2, 2, 19, 50, 32, 32, True, id="causal_S_above_L"),
+    pytest.param((2,), 8, 2, 21, 37, 32, 24, True, id="gqa_ratio4_causal_ev24"),
+    pytest.param((1,), 6, 3, 33, 70, 128, 96, False, id="d128_gqa_ratio2"),
+    pytest.param((1,), 2, 2, 17, 45, 72, 128, True, id="d128_e72_causal"),
+    pytest.param((), None, None, 16, 40, 64, 64, True, id="rank2"),
+    pytest.param((), 5, 5, 17, 9, 48, 8, False, id="rank3"),
+    pytest.param((2, 3), 2, 1, 20, 33, 16, 16, True, id="rank5_gqa"),
+    pytest.param((1,), 1, 1, 18, COOP_MAX_KEYS, 64, 64, False, id="keys_at_the_bound"),
+    pytest.param((1,), 2, 2, 35, 1, 8, 8, False, id="one_key"),
+]
+
+
+@pytest.mark.parametrize("lead, heads, kv_heads, L, S, E, Ev, causal", COOP_CASES)
+def test_coop_kernel_matches_eager(lead, heads, kv_heads, L, S, E, Ev, causal):
+    torch.manual_seed(L * 100 + S)
+    q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, torch.float16)
+    settings, shader = coop_kernel()
+    check(q, k, v, shader + ("_d64" if max(E, Ev) <= 64 else "_d128"), settings=settings, is_causal=causal,
+          enable_gqa=heads != kv_heads)
+
+
+def test_coop_kernel_scale_and_large_scores():
+    """A given scale; scores far above exp's range (the row max is subtracted); causal row 0 sees key 0 alone."""
+    torch.manual_seed(6)
+    q, k, v = qkv((1,), 2, 20, 30, 16, dtype=torch.float16)
+    settings, shader = coop_kernel()
+    check(q * 30, k * 30, v, shader + "_d64", settings=settings, is_causal=True, scale=0.9)
+
+
+@pytest.mark.parametrize("L, S, E, dtype, shader", [
+    pytest.param(20, COOP_MAX_KEYS + 1, 64, torch.float16, "sdpa_short", id="keys_above_the_bound"),
+    pytest.param(20, 30, 12, torch.float16, "sdpa_short", id="head_dim_not_a_multiple_of_8"),
+    pytest.param(20, 30, 136, torch.float16, "sdpa_short", id="head_dim_above_128"),
+    pytest.param(20, 30, 64, torch.float32, "sdpa_short", id="float32"),
+])
+def test_coop_kernel_bounds(L, S, E, dtype, shader):
+    """Outside the cooperative-matrix kernel's bounds the short kernel takes the op."""
+    torch.manual_seed(7)
+    q, k, v = qkv((1,), 2, L, S, E, dtype=dtype)
+    settings, _ = coop_kernel()
+    check(q, k, v, shader, settings=settings)
+
+
+def test_coop_kernel_forced_where_it_does_not_apply():
+    """SDPA_KERNEL=coop takes it wherever it applies; else (float32) the row kernel."""
+    torch.manual_seed(8)
+    q, k, v = qkv((1,), 2, 20, 30, 16)
+    settings, _ = coop_kernel()
+    check(q, k, v, "sdpa", settings={**settings, "SDPA_KERNEL": "coop"})
+
+
+def test_sizes_below_the_planned_ones_replay_the_coop_kernel():
+    """Chosen at the upper bounds, the cooperative-matrix kernel also runs what a resize gives: fewer
+    rows than a block, fewer keys than a tile, a single query."""
+    torch.manual_seed(9)
+    q, k, v = qkv((1,), 4, 60, 70, 16, kv_heads=2, Ev=24, dtype=torch.float16)
+    settings, shader = coop_kernel()
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **settings)
+    assert [s for _, s in graph.dispatches()] == [shader + "_d64_f16"]
+    for L, S in ((60, 70), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*(t.float() for t in args), is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=2e-3, rtol=2e-3)
 
 
 def test_short_kernel_forced_where_the_tiled_one_pays():

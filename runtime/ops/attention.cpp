@@ -138,6 +138,31 @@ constexpr LocalSize kShortAttentionLocal{128, 1, 1};
 constexpr int64_t kShortAttentionMaxRows = 4;
 constexpr int64_t kShortAttentionMaxKeys = 512;
 constexpr int64_t kShortAttentionSharedBytes = 4 * (4 * 256 + 4 * 512 + 2 * 4 * 32 + 128 + 4);
+// sdpa_coop.glslh's bounds: THREADS, ROWS, MAX_KEYS, its variants' MAX_D (head dims, multiples of
+// 8) with their chunks of keys, and their shared memory.
+constexpr LocalSize kCoopAttentionLocal{128, 1, 1};
+constexpr int64_t kCoopAttentionRows = 16;
+constexpr int64_t kCoopAttentionMaxKeys = 256;
+struct CoopAttention {
+  const char* suffix;
+  int64_t max_d, chunk;
+  int64_t shared_bytes() const {
+    return 16 * (16 * (max_d / 8 + 1) + chunk * (max_d / 8 + 1) + 16 * (kCoopAttentionMaxKeys / 4 + 1)) +
+           4 * 2 * 16 * 8;
+  }
+};
+constexpr CoopAttention kCoopAttention[] = {{"_d64", 64, 64}, {"_d128", 128, 32}};
+
+// The strided kernels (all without a mask): the tiled kernel, the short kernel, and the short
+// kernel on cooperative matrices.
+enum class StridedKernel { None, Tiled, Short, Coop };
+struct SdpaChoice {
+  StridedKernel kernel;
+  const TiledAttention* tiled;  // Tiled: its configuration
+  const CoopAttention* coop;    // Coop: its variant
+  std::string coop_shader;      // Coop: sdpa_coop_<variant>, or sdpa_coop_emu_<variant> (COOPMAT_EMULATE)
+};
+
 // The short kernel applies to these planned sizes on this device.
 bool short_attention_fits(ComputeGraph& g, const SdpaShape& planned) {
   const DeviceInfo& info = g.context().info();
@@ -146,24 +171,79 @@ bool short_attention_fits(ComputeGraph& g, const SdpaShape& planned) {
          std::max({planned.L * planned.group, planned.kv_heads, planned.batch}) <= 65535;
 }
 
-// sdpa without a mask through strides: the tiled kernel (`tiled`) or, without one, the short kernel.
-// A block of the short kernel's query rows shares each key row read; fewer rows a block where the
-// grid would be small (each workgroup's work is short, but a workgroup per SM leaves it idle).
-void add_sdpa_strided(ComputeGraph& g, const TiledAttention* tiled, std::vector<int> tensors, SdpaLayoutOf layout,
+// Why the cooperative-matrix kernel `c` cannot take the current sizes (its 16-byte loads and stores need
+// head dims of multiples of 8; every layout here then has rows and offsets of multiples of 8), or "".
+std::string coop_attention_unfit(const SdpaShape& x, const CoopAttention& c) {
+  if (x.S > kCoopAttentionMaxKeys) return "more than " + std::to_string(kCoopAttentionMaxKeys) + " keys";
+  if (x.E > c.max_d || x.Ev > c.max_d) return "head dims above " + std::to_string(c.max_d);
+  if (x.E % 8 != 0 || x.Ev % 8 != 0) return "head dims not multiples of 8";
+  return "";
+}
+bool coop_layout_aligned(const SdpaLayout& y) {
+  for (const int32_t* s : {y.q, y.k, y.v, y.out}) {
+    for (int i = 0; i < 4; ++i) {
+      if (s[i] % 8 != 0) return false;
+    }
+  }
+  return true;
+}
+// The cooperative-matrix kernel for half attention at these planned sizes on this device (the smallest
+// variant that holds the head dims and fits its shared memory) and its shader, or none.
+const CoopAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planned, DType dtype, std::string& shader) {
+  const DeviceInfo& info = g.context().info();
+  if (dtype != DType::Float16 || kCoopAttentionLocal[0] > info.max_workgroup_invocations ||
+      std::max({ceil_div(planned.L * planned.group, kCoopAttentionRows), planned.kv_heads, planned.batch}) > 65535) {
+    return nullptr;
+  }
+  const std::string base = coopmat_f16_base(g, "sdpa_coop");
+  if (base.empty()) return nullptr;
+  for (const CoopAttention& c : kCoopAttention) {
+    if (coop_attention_unfit(planned, c).empty() && c.shared_bytes() <= info.max_shared_memory) {
+      shader = base + c.suffix;
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// sdpa without a mask through strides: `choice`'s kernel. A block of the short kernel's query rows
+// shares each key row read; fewer rows a block where the grid would be small (each workgroup's
+// work is short, but a workgroup per SM leaves it idle).
+void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int> tensors, SdpaLayoutOf layout,
                       bool causal, bool has_scale, double scale_arg) {
   const int q = tensors.at(1);
-  const std::string shader = tiled ? std::string("sdpa_tiled") + tiled->suffix : std::string("sdpa_short");
-  const LocalSize local = tiled ? kTiledAttentionLocal : kShortAttentionLocal;
+  const TiledAttention* tiled = choice.tiled;
+  const CoopAttention* coop = choice.coop;
+  const StridedKernel kind = choice.kernel;
+  std::string shader = "sdpa_short";
+  LocalSize local = kShortAttentionLocal;
+  if (kind == StridedKernel::Tiled) {
+    shader = std::string("sdpa_tiled") + tiled->suffix;
+    local = kTiledAttentionLocal;
+  } else if (kind == StridedKernel::Coop) {
+    shader = choice.coop_shader;
+    local = kCoopAttentionLocal;
+  }
   g.add_node(g.current_op(), variant(g, shader, q), local, tensors, [=](ComputeGraph& g, Node& node) {
     const SdpaLayout y = layout(g);
     const SdpaShape& x = y.x;
-    if (tiled && std::max(x.E, x.Ev) > tiled->max_d) g.fail("head dims above the planned tiled kernel's");
-    if (!tiled && x.S > kShortAttentionMaxKeys) {
+    if (kind == StridedKernel::Tiled && std::max(x.E, x.Ev) > tiled->max_d) {
+      g.fail("head dims above the planned tiled kernel's");
+    }
+    if (kind == StridedKernel::Short && x.S > kShortAttentionMaxKeys) {
       g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys for the planned short attention kernel");
     }
+    if (kind == StridedKernel::Coop) {
+      std::string unfit = coop_attention_unfit(x, *coop);
+      if (unfit.empty() && !coop_layout_aligned(y)) unfit = "rows or offsets not multiples of 8 elements";
+      if (!unfit.empty()) g.fail(unfit + " for the planned cooperative-matrix attention kernel");
+    }
     const int64_t rows = x.L * x.group;  // of a KV head
-    int64_t block_rows = tiled ? tiled->rows : kShortAttentionMaxRows;
-    while (!tiled && block_rows > 1 && ceil_div(rows, block_rows) * x.kv_heads * x.batch < kSdpaTiledMinWorkgroups) {
+    int64_t block_rows = kind == StridedKernel::Tiled ? tiled->rows
+                         : kind == StridedKernel::Coop ? kCoopAttentionRows
+                                                        : kShortAttentionMaxRows;
+    while (kind == StridedKernel::Short && block_rows > 1 &&
+           ceil_div(rows, block_rows) * x.kv_heads * x.batch < kSdpaTiledMinWorkgroups) {
       block_rows /= 2;
     }
     SdpaStridedParams p{};
@@ -195,25 +275,28 @@ void add_sdpa_strided(ComputeGraph& g, const TiledAttention* tiled, std::vector<
   });
 }
 
-// The strided kernel for sdpa without a mask at these planned sizes: tiled, from kSdpaTiledMinQueries
-// queries and kSdpaTiledMinWorkgroups workgroups and head dims a tiled configuration holds; else
-// short, up to kShortAttentionMaxKeys keys; else neither (the row kernel). `forced` (the setting
-// SDPA_KERNEL) takes one wherever it applies: "rows" neither.
-struct SdpaChoice {
-  const TiledAttention* tiled;
-  bool short_kernel;
-};
-SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, const std::string& forced) {
-  if (forced == "rows") return {nullptr, false};
+// The strided kernel for sdpa without a mask at these planned sizes: on a device with cooperative
+// matrices, half attention over up to kCoopAttentionMaxKeys keys with head dims of multiples of 8 up
+// to 128 (kCoopAttention's variants), coop; else tiled, from kSdpaTiledMinQueries queries and
+// kSdpaTiledMinWorkgroups workgroups and head dims a tiled configuration holds; else short, up to
+// kShortAttentionMaxKeys keys; else none (the row kernel). `forced` (the setting SDPA_KERNEL) takes
+// one wherever it applies: "rows" none.
+SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype, const std::string& forced) {
+  if (forced == "rows") return {StridedKernel::None, nullptr, nullptr, ""};
+  std::string coop_shader;
+  const CoopAttention* coop = coop_attention_for(g, planned, dtype, coop_shader);
+  if (coop && (forced.empty() || forced == "coop")) return {StridedKernel::Coop, nullptr, coop, coop_shader};
   const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
   const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
   // Smaller sizes after a resize fit the grid too.
   const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
   const bool pays = planned.L >= kSdpaTiledMinQueries &&
                     blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
-  if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {tiled, false};
-  if (forced != "tiled" && short_attention_fits(g, planned)) return {nullptr, true};
-  return {nullptr, false};
+  if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {StridedKernel::Tiled, tiled, nullptr, ""};
+  if ((forced.empty() || forced == "short") && short_attention_fits(g, planned)) {
+    return {StridedKernel::Short, nullptr, nullptr, ""};
+  }
+  return {StridedKernel::None, nullptr, nullptr, ""};
 }
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -234,9 +317,10 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   require_float_same(g, {q, k, v, out});
   if (mask >= 0 && causal) g.fail("attn_mask and is_causal together are not supported");
   if (mask < 0) {
-    const SdpaChoice choice = choose_strided(g, sdpa_shape(g, q, k, v, out, gqa), g.settings().sdpa_kernel);
-    if (choice.tiled || choice.short_kernel) {
-      add_sdpa_strided(g, choice.tiled, {out, q, k, v}, contiguous_layout(q, k, v, out, gqa), causal, has_scale,
+    const SdpaChoice choice =
+        choose_strided(g, sdpa_shape(g, q, k, v, out, gqa), g.tensor(q).dtype, g.settings().sdpa_kernel);
+    if (choice.kernel != StridedKernel::None) {
+      add_sdpa_strided(g, choice, {out, q, k, v}, contiguous_layout(q, k, v, out, gqa), causal, has_scale,
                        scale_arg);
       return;
     }
@@ -333,12 +417,13 @@ void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
   };
   const SdpaShape planned = layout(g).x;
   const std::string& forced = g.settings().sdpa_kernel;
-  SdpaChoice choice = choose_strided(g, planned, forced == "rows" ? std::string() : forced);
-  if (!choice.tiled && !choice.short_kernel) choice = choose_strided(g, planned, "");
-  if (!choice.tiled && !choice.short_kernel) {
+  const DType dtype = g.tensor(qkv).dtype;
+  SdpaChoice choice = choose_strided(g, planned, dtype, forced == "rows" ? std::string() : forced);
+  if (choice.kernel == StridedKernel::None) choice = choose_strided(g, planned, dtype, "");
+  if (choice.kernel == StridedKernel::None) {
     g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " tokens, and no tiled attention kernel fits");
   }
-  add_sdpa_strided(g, choice.tiled, {out, qkv, qkv, qkv}, layout, causal, has_scale, scale_arg);
+  add_sdpa_strided(g, choice, {out, qkv, qkv, qkv}, layout, causal, has_scale, scale_arg);
 }
 
 // et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
