@@ -295,6 +295,18 @@ def _check_linear(node: Node) -> Optional[str]:
     return None
 
 
+def _check_ln_linear(node: Node) -> Optional[str]:
+    problem = _check_linear(node)
+    if problem is not None:
+        return problem
+    k = fake_tensor(arg(node, "input")).shape[-1]
+    for name in ("ln_weight", "ln_bias"):
+        value = arg(node, name)
+        if value is not None and (fake_tensor(value) is None or tuple(fake_tensor(value).shape) != (k,)):
+            return f"the layer norm's {name[3:]} must be 1-D of the input's last dim"
+    return None
+
+
 def _check_index_put(node: Node) -> Optional[str]:
     if arg(node, "accumulate"):
         return "accumulate=True is not supported"
@@ -710,6 +722,10 @@ _ENTRIES = [
             "stored, then an optional residual of the output's sizes and dtype added; made at preprocess from "
             "linear [-> relu / gelu] [-> add of alpha 1].",
             check=_check_linear, kind="matmul", dtypes=FLOATS),
+    OpEntry("ln_linear", (et_vk.vkd_ln_linear.default,),
+            "et_vk.vkd_ln_linear: a layer norm over the input's last dim (weight and bias optional), then a "
+            "linear_act without a residual; made at preprocess from native_layer_norm -> linear | linear_act.",
+            check=_check_ln_linear, kind="matmul", dtypes=FLOATS),
     OpEntry("bmm", (aten.bmm.default,), "3-D x 3-D, same batch.", kind="matmul", dtypes=FLOATS),
     OpEntry(
         "softmax",

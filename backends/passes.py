@@ -22,6 +22,7 @@ from .gguf_fusion import fuse_gguf_dequantize
 from .gguf_repack import repack_gguf
 from .linear_act_fusion import fuse_linear_activation
 from .linear_fusion import fuse_linears
+from .ln_linear_fusion import fuse_ln_linear
 from .manual_attention import fuse_manual_attention
 from .noop_copies import drop_noop_copies
 from .packed_attention import fuse_packed_qkv_attention
@@ -43,6 +44,7 @@ PASSES: List[Pass] = [
     # perf: sdpa of a packed q|k|v projection's heads, and its transpose back, into et_vk.vkd_sdpa_qkv
     fuse_packed_qkv_attention,
     fuse_linear_activation,  # perf: a float linear's relu / gelu into its epilogue (et_vk.vkd_linear_act)
+    fuse_ln_linear,  # perf: a layer norm feeding one float linear into the product's fetch (et_vk.vkd_ln_linear)
     fuse_linears,  # perf: [rms_norm +] quantized linears of one input [+ silu(a) * b | + residual] into one op
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope
     fuse_sdpa_kv_cache,  # perf: sdpa over transposed caches with a position mask into et_vk.vkd_sdpa_kv_cache

@@ -79,7 +79,7 @@ def _tile_defines(v):
 def shader_variants(shader):
     """(variant name, defines) of the shader `shader` (a file's name without .glsl),
     one per tile it runs and layout of B (_nb: contiguous in n, _kb: in k), and per tile
-    the _kb one with a residual (_kb_res)."""
+    the _kb one with a residual (_kb_res) and, but for matmul_coop2, with a layer norm of A's rows (_kb_ln)."""
     if shader in QLINEAR_SHADERS:
         assert all(VARIANTS[name]["ks"] == 1 for name in QLINEAR_TILES), "qlinear_coop splits no K"
         return [(f"{shader}_{name}_b{bits}", _tile_defines(VARIANTS[name]) + ["B_KMAJOR=1", f"BITS={bits}"])
@@ -100,6 +100,9 @@ def shader_variants(shader):
             out.append((f"{shader}_{name}_{layout}", tile + [f"B_KMAJOR={kmajor}"]))
         # A linear's (kb) with a residual added in the epilogue (matmul_params.glslh: RESIDUAL).
         out.append((f"{shader}_{name}_kb_res", tile + ["B_KMAJOR=1", "RESIDUAL=1"]))
+        # A linear's with a layer norm of its input's rows before it (matmul_coop.glslh: LN_A).
+        if not coop2:
+            out.append((f"{shader}_{name}_kb_ln", tile + ["B_KMAJOR=1", "LN_A=1"]))
     return out
 
 

@@ -92,6 +92,19 @@ linear_act = define("vkd_linear_act(Tensor input, Tensor weight, Tensor? bias, s
                     _linear_act_reference)
 
 
+def _ln_linear_reference(input, ln_weight, ln_bias, eps, weight, bias, activation):
+    normed = torch.nn.functional.layer_norm(input, (input.shape[-1],), ln_weight, ln_bias, eps)
+    return _linear_act_reference(normed, weight, bias, activation)
+
+
+# A layer norm over the input's last dim, then a linear with an activation (none, relu, gelu,
+# gelu_tanh) after it; the cooperative-matrix kernels normalize the input's rows as they fetch them.
+# backends/ln_linear_fusion.py makes it from native_layer_norm -> linear | vkd_linear_act (no residual).
+ln_linear = define("vkd_ln_linear(Tensor input, Tensor? ln_weight, Tensor? ln_bias, float eps, Tensor weight, "
+                   "Tensor? bias, str activation) -> Tensor",
+                   _ln_linear_reference)
+
+
 def _rope_reference(x, cos, sin):
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)

@@ -12,7 +12,7 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import (conv2d_clamp, linear_act, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv,
+from vkdelegate.quant.library import (conv2d_clamp, linear_act, ln_linear, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv,
                                       sdpa_rope_kv)
 
 
@@ -290,6 +290,38 @@ def _linear_act_samples() -> List[SampleCase]:
                    (_values(1030, 13), _values(1030, 2049))),
         SampleCase("gelu_tanh_residual_splitk_77x1030_to_1024", LinearAct(torch.nn.Linear(1030, 1024), "gelu_tanh"),
                    (_values(77, 1030), _values(77, 1024))),
+    ]
+
+
+class LnLinear(torch.nn.Module):
+    """ln_linear of the input: a LayerNorm's parameters (random; none without affine, a weight alone
+    without bias), then a linear's, and an activation."""
+
+    def __init__(self, k: int, n: int, activation: str = "none", affine: bool = True, norm_bias: bool = True,
+                 bias: bool = True):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(k, eps=1e-5, elementwise_affine=affine, bias=norm_bias)
+        if affine:
+            with torch.no_grad():
+                self.norm.weight.uniform_(-2, 2)
+                if norm_bias:
+                    self.norm.bias.uniform_(-1, 1)
+        self.linear, self.activation = torch.nn.Linear(k, n, bias=bias), activation
+
+    def forward(self, x):
+        return ln_linear.default(x, self.norm.weight, self.norm.bias, self.norm.eps, self.linear.weight,
+                                 self.linear.bias, self.activation)
+
+
+@_seeded
+def _ln_linear_samples() -> List[SampleCase]:
+    return [
+        SampleCase("gelu_rank3_2x5x24_to_40", LnLinear(24, 40, "gelu"), (_values(2, 5, 24, scale=3.0),)),
+        SampleCase("no_affine_7x13_to_9", LnLinear(13, 9, affine=False), (_values(7, 13),)),
+        # rows with a large mean (the variance is taken around it), a norm weight alone, no linear bias
+        SampleCase("large_mean_weight_only_relu_9x32_to_17", LnLinear(32, 17, "relu", norm_bias=False, bias=False),
+                   (_values(9, 32) * 0.5 + 300.0,)),
+        SampleCase("gemv_1x64_to_33", LnLinear(64, 33), (_values(1, 64),)),
     ]
 
 
@@ -1562,6 +1594,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "addmm": _addmm_samples,
     "linear": _linear_samples,
     "linear_act": _linear_act_samples,
+    "ln_linear": _ln_linear_samples,
     "bmm": _bmm_samples,
     "softmax": _seeded(lambda: _softmax_cases(torch.softmax) + [_nan_case(lambda x: torch.softmax(x, -1))]),
     "log_softmax": _seeded(lambda: _softmax_cases(torch.log_softmax)),

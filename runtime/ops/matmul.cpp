@@ -2,6 +2,7 @@
 // ones, matmul_coop.glsl for float16 ones on devices with cooperative matrices).
 #include "../vk/pipeline.h"
 #include "matmul_choice.h"
+#include "norm.h"  // add_layer_norm_node: et_vk.vkd_ln_linear where no kernel normalizes A itself
 #include "op_utils.h"
 #include "shader_params.h"  // MatmulParams, MatmulSplitkReduceParams: glsl/matmul_params.glslh
 
@@ -25,6 +26,15 @@ Activation activation_named(ComputeGraph& g, const std::string& name) {
 struct Epilogue {
   Activation act = Activation::None;
   int residual = -1;  // a tensor of the output's sizes and dtype added after the activation
+};
+
+// A layer norm of A's rows over K (the last dim) before a linear (et_vk.vkd_ln_linear): the
+// cooperative-matrix kernel's _ln variants apply it as they fetch A; elsewhere a layer_norm node
+// first, into a tensor of the node's own.
+struct LnPrologue {
+  bool on = false;
+  int weight = -1, bias = -1;  // the norm's affine parts, -1 for none
+  float eps = 0.f;
 };
 
 // The variant of `shader` (NAME_DTYPE) that adds a residual: NAME_res_DTYPE, whose residual
@@ -114,9 +124,9 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
 // ids: a, b, bias (or -1), out. epi: an activation and a residual after the bias, in the kernel's
 // epilogue (the residual's variants are built for linears only: B contiguous in k).
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta,
-                Epilogue epi = {}) {
+                Epilogue epi = {}, LnPrologue ln = {}) {
   const int a = ids[0], b = ids[1], bias = ids[2], out = ids[3];
-  require_float_same(g, {a, b, bias, out, epi.residual});
+  require_float_same(g, {a, b, bias, out, epi.residual, ln.weight, ln.bias});
   // The kernel from the planned (largest) sizes (matmul_choice.cpp).
   const Problem planned = shape(g, ids);
   const MatmulParams& pp = planned.p;
@@ -126,7 +136,24 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   problem.a_sb = pp.a_sb, problem.a_sm = pp.a_sm, problem.a_sk = pp.a_sk;
   problem.b_sb = pp.b_sb, problem.b_sk = pp.b_sk, problem.b_sn = pp.b_sn;
   problem.c_sb = pp.c_sb;
+  problem.ln = ln.on;
   const MatmulChoice choice = choose_matmul(problem, g.context().info(), g.settings());
+  if (ln.on && choice.kernel != MatmulKernel::Coop) {
+    // No kernel here normalizes A as it fetches it: the norm first, into tensors of this node's own
+    // (the planned sizes; not the scratch storage, which a split-K product uses meanwhile).
+    const Tensor& x = g.tensor(a);
+    const DType dtype = x.dtype;
+    const Sizes sizes = x.sizes;
+    Sizes stat = sizes;
+    stat.back() = 1;
+    const int normed = g.add_zeroed_tensor(dtype, sizes);
+    const int mean = g.add_zeroed_tensor(dtype, stat);
+    const int rstd = g.add_zeroed_tensor(dtype, stat);
+    add_layer_norm_node(g, a, ln.weight, ln.bias, 1, ln.eps, normed, mean, rstd);
+    ids[0] = normed;
+    add_matmul(g, ids, shape, alpha, beta, epi);
+    return;
+  }
   const bool plain = choice.kernel == MatmulKernel::Strided || choice.kernel == MatmulKernel::Gemv;
   std::string shader = plain ? variant(g, choice.shader, a) : choice.shader;
   const LocalSize local = choice.local;
@@ -141,11 +168,16 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
   std::vector<int> bound{out, a, b, bias >= 0 ? bias : a};
   if (epi.residual >= 0) {
+    if (ln.on) g.fail("a layer norm before a linear and a residual after it are not supported together");
     bound.push_back(epi.residual);
     shader = residual_variant(g, shader);
   }
+  if (ln.on) {  // the choice took an _ln variant (matmul_coop.glslh: LN_A)
+    bound.push_back(ln.weight >= 0 ? ln.weight : a);
+    bound.push_back(ln.bias >= 0 ? ln.bias : a);
+  }
   g.add_node(g.current_op(), shader, local, bound,
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi, ln](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                check_residual(g, epi.residual, pr.out_sizes);
@@ -162,6 +194,11 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.vec_a = rows16(pr.p.a_sm, pr.p.a_sb);
                pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
                pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
+               if (ln.on) {
+                 if (!pr.p.vec_a) g.fail("the layer-normed linear's rows of A must be multiples of 8 halves");
+                 pr.p.ln_eps = ln.eps;
+                 pr.p.ln_affine = (ln.weight >= 0 ? 1 : 0) | (ln.bias >= 0 ? 2 : 0);
+               }
                if (coop2 && !coop2_aligned(pr.p.K, pr.p.N, pr.p.a_sm, pr.p.a_sb, pr.p.b_sb,
                                            pr.p.b_sn == 1 ? pr.p.b_sk : pr.p.b_sn, pr.p.c_sb)) {
                  g.fail("sizes " + sizes_str(pr.out_sizes) + " with K = " + std::to_string(pr.p.K) +
@@ -272,6 +309,28 @@ VKD_REGISTER_OPS(register_matmul_ops) {
     epi.residual = a.size() == 6 && !g.is_null(a.at(4)) ? a.at(4) : -1;
     if (epi.residual == a.back()) g.fail("the residual must not be the output");
     add_matmul(g, {a.at(0), a.at(1), bias, a.back()}, linear_shape, 1.f, 1.f, epi);
+  });
+  // et_vk.vkd_ln_linear(input, ln_weight, ln_bias, eps, weight, bias, activation): layer_norm of the
+  // input's last dim, then the linear with the activation in its epilogue (backends/ln_linear_fusion.py).
+  register_op("et_vk.vkd_ln_linear.default", [](ComputeGraph& g, const OpArgs& a) {
+    if (a.size() != 8) g.fail("expected 7 arguments and 1 output");
+    const int x = a.at(0);
+    if (g.tensor(x).dim() < 1) g.fail("the input needs at least one dim");
+    const int64_t K = g.tensor(x).sizes.back();
+    LnPrologue ln;
+    ln.on = true;
+    ln.weight = g.is_null(a.at(1)) ? -1 : a.at(1);
+    ln.bias = g.is_null(a.at(2)) ? -1 : a.at(2);
+    ln.eps = static_cast<float>(g.get_double(a.at(3)));
+    for (int id : {ln.weight, ln.bias}) {
+      if (id >= 0 && (g.tensor(id).dim() != 1 || g.tensor(id).sizes[0] != K)) {
+        g.fail("the layer norm's weight and bias must have sizes [" + std::to_string(K) + "]");
+      }
+    }
+    Epilogue epi;
+    epi.act = activation_named(g, g.get_string(a.at(6)));
+    const int bias = g.is_null(a.at(5)) ? -1 : a.at(5);
+    add_matmul(g, {x, a.at(4), bias, a.back()}, linear_shape, 1.f, 1.f, epi, ln);
   });
 }
 

@@ -182,14 +182,16 @@ const CoopMmVariant* coop_mm_variant(const MatmulProblem& p, const DeviceInfo& d
   const std::string base = coopmat_f16_base(device, s, "matmul_coop");
   if (base.empty()) return nullptr;
   const bool kmajor = p.b_sn != 1;
-  const bool coop2 = base == "matmul_coop" && device.cooperative_matrix2 &&
+  if (p.ln && !(kmajor && p.K % 8 == 0 && p.a_sm % 8 == 0 && p.a_sb % 8 == 0)) return nullptr;
+  const bool coop2 = base == "matmul_coop" && device.cooperative_matrix2 && !p.ln &&
                      coop2_aligned(p.K, p.N, p.a_sm, p.a_sb, p.b_sb, p.b_sn == 1 ? p.b_sk : p.b_sn, p.c_sb);
   const auto shader_of = [&](const CoopMmVariant& v) {
     const std::string name = v.coop2 ? std::string("matmul_coop2_") + (v.name + 3) : base + "_" + v.name;
-    return name + (kmajor ? "_kb" : "_nb") + "_f16";
+    return name + (kmajor ? (p.ln ? "_kb_ln" : "_kb") : "_nb") + "_f16";
   };
+  // The _ln variants keep each tile row's mean and 1 / std (8 bytes) beside the tiles.
   const auto fits = [&](const CoopMmVariant& v) {
-    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) <= device.max_shared_memory) &&
+    return (v.coop2 ? coop2 : v.shared_bytes(kmajor) + (p.ln ? 8 * v.tile_m() : 0) <= device.max_shared_memory) &&
            device.workgroup_fits(v.invocations(), 1, 1) && find_shader(shader_of(v));
   };
   const CoopMmVariant* chosen = nullptr;

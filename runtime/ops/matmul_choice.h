@@ -22,6 +22,9 @@ struct MatmulProblem {
   int64_t a_sb = 0, a_sm = 0, a_sk = 1;
   int64_t b_sb = 0, b_sk = 0, b_sn = 1;
   int64_t c_sb = 0;
+  // A layer norm of A's rows over K before the product (et_vk.vkd_ln_linear): only matmul_coop's
+  // _kb_ln variants apply it, for 16-byte rows of A; where none fits, no cooperative-matrix kernel.
+  bool ln = false;
 };
 
 enum class MatmulKernel {

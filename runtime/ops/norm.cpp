@@ -1,4 +1,5 @@
 // Normalizations: native_layer_norm, batch norm in inference, native_group_norm.
+#include "norm.h"
 #include "op_utils.h"
 #include "shader_params.h"  // LayerNormParams, BatchNormParams, GroupNormParams: glsl/*_norm.glsl
 
@@ -12,23 +13,15 @@ constexpr LocalSize kNormLocal{64, 1, 1};
 constexpr LocalSize kNormLongLocal{256, 1, 1};
 constexpr int64_t kLongRow = 1024;
 
-// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
-void add_layer_norm(ComputeGraph& g, const OpArgs& a) {
-  if (a.size() != 8) g.fail("expected 5 arguments and 3 outputs");
-  const int in = a[0], weight = g.is_null(a[2]) ? -1 : a[2], bias = g.is_null(a[3]) ? -1 : a[3];
-  const int out = a[5], mean = a[6], rstd = a[7];
+}  // namespace
+
+// native_layer_norm's node over the trailing `nd` dims of `in` (norm.h).
+void add_layer_norm_node(ComputeGraph& g, int in, int weight, int bias, int64_t nd, float eps, int out, int mean,
+                         int rstd) {
   require_float_same(g, {in, out, mean, rstd, weight, bias});
-  const IntList shape = g.get_int_list(a[1]);
-  const float eps = static_cast<float>(g.get_double(a[4]));
   const int64_t rank = g.tensor(in).dim();
-  const int64_t nd = static_cast<int64_t>(shape.size());
-  if (nd == 0 || nd > rank) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");
-  for (int64_t i = 0; i < nd; ++i) {
-    if (g.tensor(in).sizes[rank - nd + i] != shape[i]) {
-      g.fail("normalized_shape " + sizes_str(shape) + " does not match input " + sizes_str(g.tensor(in).sizes));
-    }
-  }
-  const int64_t D = numel_of(shape);
+  if (nd == 0 || nd > rank) g.fail("the normalized dims do not fit the input " + sizes_str(g.tensor(in).sizes));
+  const int64_t D = numel_of(Sizes(g.tensor(in).sizes.end() - nd, g.tensor(in).sizes.end()));
   for (int id : {weight, bias}) {
     if (id >= 0 && g.tensor(id).numel() != D) g.fail("weight/bias must have normalized_shape");
   }
@@ -48,6 +41,23 @@ void add_layer_norm(ComputeGraph& g, const OpArgs& a) {
              });
 }
 
+namespace {
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
+void add_layer_norm(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 8) g.fail("expected 5 arguments and 3 outputs");
+  const int in = a[0], weight = g.is_null(a[2]) ? -1 : a[2], bias = g.is_null(a[3]) ? -1 : a[3];
+  const IntList shape = g.get_int_list(a[1]);
+  const int64_t rank = g.tensor(in).dim();
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  if (nd == 0 || nd > rank) g.fail("normalized_shape " + sizes_str(shape) + " does not fit the input");
+  for (int64_t i = 0; i < nd; ++i) {
+    if (g.tensor(in).sizes[rank - nd + i] != shape[i]) {
+      g.fail("normalized_shape " + sizes_str(shape) + " does not match input " + sizes_str(g.tensor(in).sizes));
+    }
+  }
+  add_layer_norm_node(g, in, weight, bias, nd, static_cast<float>(g.get_double(a[4])), a[5], a[6], a[7]);
+}
 
 // _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
 //                                      momentum, eps) -> (out, save_mean, save_rstd)
