@@ -205,10 +205,10 @@ def test_transformer_block_dynamic_export_and_html_chart(capsys, tmp_path):
                              "--profile-runs", 1, "--chart", page)
     assert status == 0, err
     assert "inputs float32[2, 5, 128]" in out
-    assert _check_html(page, "linear", "vkd_linear_act", "layer_norm").tags.count("rect") >= 5
+    assert _check_html(page, "linear", "vkd_linear_act", "vkd_ln_linear").tags.count("rect") >= 5
     status, out, err = _main(capsys, "info", path)
     assert status == 0, err
-    assert "dispatches:" in out and "aten.native_layer_norm.default" in out
+    assert "dispatches:" in out and "et_vk.vkd_ln_linear.default" in out
 
 
 def test_export_says_what_stayed_on_cpu_and_why(capsys, tmp_path, monkeypatch):

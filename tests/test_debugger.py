@@ -182,7 +182,7 @@ def test_debugger_finds_no_divergence_without_a_fault(chain_pte):
 
 
 @pytest.mark.xdist_group("debugger-chain")
-@pytest.mark.parametrize("op_name", ["et_vk.vkd_linear_act.default", "aten.native_layer_norm.default"])
+@pytest.mark.parametrize("op_name", ["et_vk.vkd_linear_act.default", "et_vk.vkd_ln_linear.default"])
 def test_debugger_names_the_planted_fault(chain_pte, op_name):
     """A fault planted in one op's kernel (its output overwritten on the GPU before its readers
     run, so every later op diverges too) is reported at that op, with its shader."""

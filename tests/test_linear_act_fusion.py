@@ -194,30 +194,32 @@ def _adds(ops):
 
 
 def test_transformer_block_residual_adds_go_into_the_linears():
-    """The two residual adds of a pre-norm block (after the output projection and fc2) fuse: fc1 with
-    its gelu, proj and fc2 with their adds are three vkd_linear_act dispatches, no add left."""
+    """The two residual adds of a pre-norm block (after the output projection and fc2) fuse: proj and fc2
+    with their adds are two vkd_linear_act dispatches, no add left; fc1 with its gelu goes into the
+    norm before it (et_vk.vkd_ln_linear, test_ln_linear.py)."""
     model, inputs = MODELS["transformer_block"]()
     em = lower(model, inputs)
     ops = dispatch_ops(em)
-    assert _adds(ops) == 0 and sum("vkd_linear_act" in op for op in ops) == 3, ops
+    assert _adds(ops) == 0 and sum("vkd_linear_act" in op for op in ops) == 2, ops
     torch.testing.assert_close(run_pte(em.to_executorch().buffer, inputs)[0], model(*inputs), **TOLERANCES["model"])
 
 
 def test_vit_blocks_residual_adds_go_into_the_linears():
-    """A small ViT (two blocks of ViTTiny's layout): each block's two residual adds fuse; the one add
-    left is the position embedding's (after a cat, not a linear)."""
+    """A small ViT (two blocks of ViTTiny's layout): each block's two residual adds fuse (proj and fc2;
+    fc1 with its gelu goes into the norm before it); the one add left is the position embedding's
+    (after a cat, not a linear)."""
     from vkdelegate.examples.models import ViTTiny
     model = ViTTiny(image_size=32, depth=2).eval()
     inputs = ViTTiny.example_inputs(image_size=32)
     em = lower(model, inputs)
     ops = dispatch_ops(em)
-    assert _adds(ops) == 1 and sum("vkd_linear_act" in op for op in ops) == 2 * 3, ops
+    assert _adds(ops) == 1 and sum("vkd_linear_act" in op for op in ops) == 2 * 2, ops
     torch.testing.assert_close(run_pte(em.to_executorch().buffer, inputs)[0], model(*inputs), **TOLERANCES["model"])
 
 
 def test_fp16_transformer_block_through_the_cooperative_matrix_kernels():
-    """force_fp16: the fused linears take the cooperative-matrix kernels' residual variants (emulated
-    here) and match eager within half precision."""
+    """force_fp16: the fused linears take the cooperative-matrix kernels' residual and layer-norm variants
+    (emulated here) and match eager within half precision."""
     model, inputs = MODELS["transformer_block"]()
     em = lower(model, inputs, options={"force_fp16": True})
     settings = {"COOPMAT_EMULATE": "1", "GEMV_MAX_ROWS": "1"}  # 34 rows would take gemv.glsl
@@ -225,4 +227,7 @@ def test_fp16_transformer_block_through_the_cooperative_matrix_kernels():
         out = run_pte(em.to_executorch().buffer, inputs)[0]
     shaders = chosen_shaders(em, **settings)
     assert sum(s.startswith("matmul_coop_emu_") and "_kb_res_" in s for s in shaders) == 2, shaders
+    # the two layer norms in the qkv projection's and fc1's fetch (et_vk.vkd_ln_linear)
+    assert sum(s.startswith("matmul_coop_emu_") and "_kb_ln_" in s for s in shaders) == 2, shaders
+    assert not any(s.startswith("layer_norm") for s in shaders), shaders
     torch.testing.assert_close(out.float(), model(*inputs), rtol=3e-2, atol=3e-2)
