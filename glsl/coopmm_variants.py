@@ -27,7 +27,8 @@ FIELDS = ("wm", "wn", "fm", "fn", "stages", "bk", "prefetch", "coop2", "ks")
 # K split within the workgroup, for products of too few tiles to fill the GPU (the
 # K loop's latency is their time): mk2, mk4: m's 64 x 64 tile with 2, 4 groups of
 # its 4 warps (BK 64, one buffer), mk4b: mk4 with BK 128, mk4d: mk4 with two buffers.
-# (benchmarks/results/coopmm_splitk_h100_2026-11-25.md has the others tried.)
+# (benchmarks/results/coopmm_splitk_h100_2026-11-25.md has the others tried.) r: 32 x 64,
+# 2 warps, K split 4 ways, BK 64, one buffer; rs2: r with two shared buffers (one barrier a stage).
 #          name      wm wn fm fn stages bk prefetch coop2 ks
 TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
          ("lt",      4, 2, 2, 4, 2, 32, 1, False, 1),
@@ -52,7 +53,8 @@ TILES = [("l",       2, 4, 4, 2, 2, 32, 1, False, 1),
          ("mk4",     2, 2, 2, 2, 1, 64, 1, False, 4),
          ("mk4b",    2, 2, 2, 2, 1, 128, 1, False, 4),
          ("mk4d",    2, 2, 2, 2, 2, 64, 1, False, 4),
-         ("r",       1, 2, 2, 2, 1, 64, 1, False, 4)]
+         ("r",       1, 2, 2, 2, 1, 64, 1, False, 4),
+         ("rs2",     1, 2, 2, 2, 2, 64, 1, False, 4)]
 
 VARIANTS = {t[0]: dict(zip(FIELDS, t[1:])) for t in TILES}
 COOP2_PREFIX = "c2_"

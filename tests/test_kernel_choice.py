@@ -92,8 +92,8 @@ def test_few_rows_take_gemv():
     (mm(1000, 1500, 777, "float16"), "mk4b_nb"),          # 56 of 128 x 128
     (linear(1000, 1500, 777, "float16"), "mk4b_kb"),
     (linear(231, 1000, 1234, "float16"), "mk4b_kb"),      # 20 of 128 x 128; 160 of r's 32 x 64
-    (linear(197, 192, 768, "float16"), "r_kb"),           # ViT-tiny's fc1: 84 of 32 x 64
-    (linear(197, 768, 192, "float16"), "r_kb"),           # its fc2: 21
+    (linear(197, 192, 768, "float16"), "rs2_kb"),         # ViT-tiny's fc1: 84 of 32 x 64
+    (linear(197, 768, 192, "float16"), "rs2_kb"),         # its fc2: 21
 ])
 def test_float16_products_take_cooperative_matrices(problem, tile):
     c = choose(problem, H100)
@@ -104,13 +104,13 @@ def test_float16_products_take_cooperative_matrices(problem, tile):
 
 
 def test_cooperative_matrix_variants_by_shared_memory():
-    """Lavapipe's 32 KiB: the emulated r for few tiles, mk4 where r's would be 128 or more
+    """Lavapipe's 32 KiB: the emulated rs2 for few tiles, mk4 where r's would be 128 or more
     (mk4b does not fit), l1 for many (l64 does not fit); a forced variant that does not fit
     keeps matmul.glsl; without the emulation, no cooperative matrices there."""
     p = mm(300, 70, 90, "float16")
     c = choose(p, LAVAPIPE, COOPMAT_EMULATE=True)
-    assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_r_nb_f16", (256, 1, 1), (32, 64))
-    c = choose(mm(1024, 70, 256, "float16"), LAVAPIPE, COOPMAT_EMULATE=True)  # 128 of r's tiles
+    assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_rs2_nb_f16", (256, 1, 1), (32, 64))
+    c = choose(mm(1024, 70, 256, "float16"), LAVAPIPE, COOPMAT_EMULATE=True)  # 128 of rs2's tiles
     assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_mk4_nb_f16", (512, 1, 1), (64, 64))
     c = choose(mm(1024, 64, 1024, "float16"), LAVAPIPE, COOPMAT_EMULATE=True)
     assert (c["shader"], c["local"], c["tile"]) == ("matmul_coop_emu_l1_nb_f16", (256, 1, 1), (128, 128))
@@ -126,7 +126,7 @@ def test_cooperative_matrix2_variants_need_the_extension_and_aligned_rows():
     assert choose(p, with2, COOPMM_TILE="c2_l")["shader"] == "matmul_coop2_l_nb_f16"
     assert choose(p, H100, COOPMM_TILE="c2_l")["kernel"] == "strided"
     assert choose(mm(256, 510, 256, "float16"), with2, COOPMM_TILE="c2_l")["kernel"] == "strided"
-    assert choose(p, with2)["shader"] == "matmul_coop_r_nb_f16"  # only forced
+    assert choose(p, with2)["shader"] == "matmul_coop_rs2_nb_f16"  # only forced
 
 
 def test_bad_inputs_are_clear_errors():

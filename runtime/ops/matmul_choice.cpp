@@ -150,10 +150,11 @@ bool few_rows_gemv(const MatmulProblem& p, const Settings& s, const TileConfig& 
 // The default (the H100 sweeps, benchmarks/results/coopmm_splitk_h100_2026-11-25.md):
 // w2 (128 x 256) once its tiles alone give kCoopMmW2FromGroups workgroups; l64
 // (128 x 128) from kCoopMmL64FromGroups of its tiles (l1 where l64's shared memory
-// does not fit); else, for products of too few tiles to fill the GPU, r (32 x 64
-// tiles whose 4 warp groups split each K step) while its tiles stay under
-// kCoopMmRBelowGroups (ViT-tiny's 197-row linears: benchmarks/results/
-// small_linears_h200_2026-11-28.md), then mk4b (64 x 64, the same K split), mk4 where
+// does not fit); else, for products of too few tiles to fill the GPU, rs2 (32 x 64
+// tiles whose 4 warp groups split each K step, two shared buffers) while its tiles stay
+// under kCoopMmRBelowGroups (ViT-tiny's 197-row linears: benchmarks/results/
+// small_linears_h200_2026-11-28.md for r, its one-buffer twin; ln_linear_h200_2026-11-28.md
+// for rs2: ViT-tiny fp16 0.76 -> 0.73 ms), then mk4b (64 x 64, the same K split), mk4 where
 // it does not fit (lavapipe's 32 KiB), then l1, m. w and the c2_ variants only forced.
 constexpr const CoopMmVariant& kCoopMmL1 = variant_named(kCoopMmVariants, "l1");
 constexpr const CoopMmVariant& kCoopMmL64 = variant_named(kCoopMmVariants, "l64");
@@ -161,7 +162,7 @@ constexpr const CoopMmVariant& kCoopMmM = variant_named(kCoopMmVariants, "m");
 constexpr const CoopMmVariant& kCoopMmW2 = variant_named(kCoopMmVariants, "w2");
 constexpr const CoopMmVariant& kCoopMmMk4b = variant_named(kCoopMmVariants, "mk4b");
 constexpr const CoopMmVariant& kCoopMmMk4 = variant_named(kCoopMmVariants, "mk4");
-constexpr const CoopMmVariant& kCoopMmR = variant_named(kCoopMmVariants, "r");
+constexpr const CoopMmVariant& kCoopMmR = variant_named(kCoopMmVariants, "rs2");
 constexpr int64_t kCoopMmW2FromGroups = 96;
 constexpr int64_t kCoopMmL64FromGroups = 64;
 constexpr int64_t kCoopMmRBelowGroups = 128;
