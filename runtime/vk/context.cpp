@@ -272,6 +272,8 @@ struct Context::DeviceFeatures {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  VkPhysicalDeviceMaintenance4Features maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+  bool has_maintenance4 = false;  // core in 1.3, else VK_KHR_maintenance4
   bool has_f16i8 = false;     // core in 1.2, else VK_KHR_shader_float16_int8
   bool has_int_dot = false;   // core in 1.3, else VK_KHR_shader_integer_dot_product
   bool has_coopmat = false;   // VK_KHR_cooperative_matrix
@@ -367,6 +369,7 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   f.has_coopmat = has_extension(dev_exts, "VK_KHR_cooperative_matrix") &&
                   vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR != nullptr;
   f.has_coopmat2 = f.has_coopmat && has_extension(dev_exts, "VK_NV_cooperative_matrix2");
+  f.has_maintenance4 = p.apiVersion >= VK_API_VERSION_1_3 || has_extension(dev_exts, "VK_KHR_maintenance4");
   f.has_memory_budget = has_extension(dev_exts, "VK_EXT_memory_budget");
   f.want_statistics = process_settings().pipeline_stats &&
                       has_extension(dev_exts, "VK_KHR_pipeline_executable_properties");
@@ -392,6 +395,10 @@ void query_features(VkPhysicalDevice device, const VkPhysicalDeviceProperties& p
   if (f.want_statistics) {
     *chain_end = &f.executable_props;
     chain_end = &f.executable_props.pNext;
+  }
+  if (f.has_maintenance4) {
+    *chain_end = &f.maintenance4;
+    chain_end = &f.maintenance4.pNext;
   }
   // glslang declares the VulkanMemoryModel capability in cooperative-matrix shaders.
   if (f.has_coopmat && p.apiVersion >= VK_API_VERSION_1_2) *chain_end = &f.memory_model;
@@ -488,7 +495,10 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   info.shader_float16 = f.has_f16i8 && f.float16int8.shaderFloat16;
   info.shader_int8 = f.has_f16i8 && f.float16int8.shaderInt8;
   info.integer_dot_product = f.has_int_dot && f.int_dot.shaderIntegerDotProduct;
-  info.cooperative_matrix = f.has_coopmat && f.coopmat.cooperativeMatrix;
+  // The cooperative-matrix shaders target Vulkan 1.3, whose SPIR-V sizes workgroups by LocalSizeId:
+  // that needs maintenance4 enabled (VUID-RuntimeSpirv-LocalSizeId-06434).
+  info.maintenance4 = f.has_maintenance4 && f.maintenance4.maintenance4;
+  info.cooperative_matrix = f.has_coopmat && f.coopmat.cooperativeMatrix && info.maintenance4;
   if (info.cooperative_matrix) info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
   info.cooperative_matrix2 = info.cooperative_matrix && f.has_coopmat2 &&
                              f.coopmat2.cooperativeMatrixWorkgroupScope &&
@@ -575,6 +585,12 @@ void Context::create_device(const DeviceFeatures& f) {
     *enable_end = &enable_executable_props;
     enable_end = &enable_executable_props.pNext;
   }
+  VkPhysicalDeviceMaintenance4Features enable_maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+  enable_maintenance4.maintenance4 = VK_TRUE;
+  if (info_.maintenance4) {
+    *enable_end = &enable_maintenance4;
+    enable_end = &enable_maintenance4.pNext;
+  }
   VkPhysicalDeviceVulkanMemoryModelFeatures enable_memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   enable_memory_model.vulkanMemoryModel = VK_TRUE;
@@ -591,6 +607,7 @@ void Context::create_device(const DeviceFeatures& f) {
   if (info_.cooperative_matrix2) device_exts.push_back("VK_NV_cooperative_matrix2");
   if (info_.pipeline_statistics) device_exts.push_back("VK_KHR_pipeline_executable_properties");
   if (info_.memory_budget) device_exts.push_back("VK_EXT_memory_budget");
+  if (info_.api_version < VK_API_VERSION_1_3 && info_.maintenance4) device_exts.push_back("VK_KHR_maintenance4");
 
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &enable;

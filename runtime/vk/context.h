@@ -71,7 +71,8 @@ struct DeviceInfo {
   bool storage_16bit = false;
   bool shader_int64 = false;
   bool integer_dot_product = false;  // shaderIntegerDotProduct, enabled
-  bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix, enabled
+  bool maintenance4 = false;         // enabled (core in 1.3): the Vulkan 1.3 shaders' LocalSizeId needs it
+  bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix, enabled (with maintenance4)
   // VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, tensor
   // addressing and per-element operations, enabled (coopmm's matmul_coop2).
   bool cooperative_matrix2 = false;
