@@ -440,8 +440,11 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.driverName[0] = driver.driverInfo[0] = '\0';
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
   props2.pNext = &subgroup;
   if (p.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
+  if (f.has_maintenance4) driver.pNext = &maintenance4;
+  if (f.has_maintenance4 && p.apiVersion < VK_API_VERSION_1_2) subgroup.pNext = &maintenance4;
   vkGetPhysicalDeviceProperties2(device, &props2);
 
   DeviceInfo info;
@@ -498,6 +501,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   // The cooperative-matrix shaders target Vulkan 1.3, whose SPIR-V sizes workgroups by LocalSizeId:
   // that needs maintenance4 enabled (VUID-RuntimeSpirv-LocalSizeId-06434).
   info.maintenance4 = f.has_maintenance4 && f.maintenance4.maintenance4;
+  if (info.maintenance4) info.max_buffer_size = maintenance4.maxBufferSize;
   info.cooperative_matrix = f.has_coopmat && f.coopmat.cooperativeMatrix && info.maintenance4;
   if (info.cooperative_matrix) info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
   info.cooperative_matrix2 = info.cooperative_matrix && f.has_coopmat2 &&

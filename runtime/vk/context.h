@@ -72,6 +72,7 @@ struct DeviceInfo {
   bool shader_int64 = false;
   bool integer_dot_product = false;  // shaderIntegerDotProduct, enabled
   bool maintenance4 = false;         // enabled (core in 1.3): the Vulkan 1.3 shaders' LocalSizeId needs it
+  VkDeviceSize max_buffer_size = 0;  // with maintenance4: the largest buffer the device makes (0: no bound known)
   bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix, enabled (with maintenance4)
   // VK_NV_cooperative_matrix2 with workgroup scope, flexible dimensions, tensor
   // addressing and per-element operations, enabled (coopmm's matmul_coop2).

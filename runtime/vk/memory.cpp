@@ -289,6 +289,12 @@ AllocatorStats Allocator::stats() const {
 Buffer::Buffer(Context& ctx, VkDeviceSize size, MemoryUsage usage,
                VkBufferUsageFlags flags)
     : ctx_(ctx), size_(std::max<VkDeviceSize>(size, 4)) {
+  // Above maintenance4's maxBufferSize vkCreateBuffer's behaviour is undefined (VUID-VkBufferCreateInfo-size-06409).
+  const VkDeviceSize max_size = ctx.info().max_buffer_size;
+  if (max_size > 0 && size_ > max_size) {
+    throw OutOfMemoryError("a buffer of " + std::to_string(size_) + " bytes is larger than the " +
+                           std::to_string(max_size) + " bytes the device makes (maxBufferSize)");
+  }
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = size_;
   bci.usage = flags;
