@@ -160,7 +160,6 @@ struct SdpaChoice {
   StridedKernel kernel;
   const TiledAttention* tiled;  // Tiled: its configuration
   const CoopAttention* coop;    // Coop: its variant
-  std::string coop_shader;      // Coop: sdpa_coop_<variant>, or sdpa_coop_emu_<variant> (COOPMAT_EMULATE)
 };
 
 // The short kernel applies to these planned sizes on this device.
@@ -188,20 +187,16 @@ bool coop_layout_aligned(const SdpaLayout& y) {
   return true;
 }
 // The cooperative-matrix kernel for half attention at these planned sizes on this device (the smallest
-// variant that holds the head dims and fits its shared memory) and its shader, or none.
-const CoopAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planned, DType dtype, std::string& shader) {
+// variant that holds the head dims and fits its shared memory), or none.
+const CoopAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planned, DType dtype) {
   const DeviceInfo& info = g.context().info();
   if (dtype != DType::Float16 || kCoopAttentionLocal[0] > info.max_workgroup_invocations ||
       std::max({ceil_div(planned.L * planned.group, kCoopAttentionRows), planned.kv_heads, planned.batch}) > 65535) {
     return nullptr;
   }
-  const std::string base = coopmat_f16_base(g, "sdpa_coop");
-  if (base.empty()) return nullptr;
+  if (coopmat_f16_base(g, "sdpa_coop").empty()) return nullptr;
   for (const CoopAttention& c : kCoopAttention) {
-    if (coop_attention_unfit(planned, c).empty() && c.shared_bytes() <= info.max_shared_memory) {
-      shader = base + c.suffix;
-      return &c;
-    }
+    if (coop_attention_unfit(planned, c).empty() && c.shared_bytes() <= info.max_shared_memory) return &c;
   }
   return nullptr;
 }
@@ -221,7 +216,7 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
     shader = std::string("sdpa_tiled") + tiled->suffix;
     local = kTiledAttentionLocal;
   } else if (kind == StridedKernel::Coop) {
-    shader = choice.coop_shader;
+    shader = coopmat_f16_base(g, "sdpa_coop") + coop->suffix;  // sdpa_coop_emu_* with COOPMAT_EMULATE
     local = kCoopAttentionLocal;
   }
   g.add_node(g.current_op(), variant(g, shader, q), local, tensors, [=](ComputeGraph& g, Node& node) {
@@ -282,21 +277,20 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
 // kShortAttentionMaxKeys keys; else none (the row kernel). `forced` (the setting SDPA_KERNEL) takes
 // one wherever it applies: "rows" none.
 SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype, const std::string& forced) {
-  if (forced == "rows") return {StridedKernel::None, nullptr, nullptr, ""};
-  std::string coop_shader;
-  const CoopAttention* coop = coop_attention_for(g, planned, dtype, coop_shader);
-  if (coop && (forced.empty() || forced == "coop")) return {StridedKernel::Coop, nullptr, coop, coop_shader};
+  if (forced == "rows") return {StridedKernel::None, nullptr, nullptr};
+  const CoopAttention* coop = coop_attention_for(g, planned, dtype);
+  if (coop && (forced.empty() || forced == "coop")) return {StridedKernel::Coop, nullptr, coop};
   const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
   const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
   // Smaller sizes after a resize fit the grid too.
   const bool grid_fits = tiled && std::max({blocks, planned.kv_heads, planned.batch}) <= 65535;
   const bool pays = planned.L >= kSdpaTiledMinQueries &&
                     blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
-  if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {StridedKernel::Tiled, tiled, nullptr, ""};
+  if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {StridedKernel::Tiled, tiled, nullptr};
   if ((forced.empty() || forced == "short") && short_attention_fits(g, planned)) {
-    return {StridedKernel::Short, nullptr, nullptr, ""};
+    return {StridedKernel::Short, nullptr, nullptr};
   }
-  return {StridedKernel::None, nullptr, nullptr, ""};
+  return {StridedKernel::None, nullptr, nullptr};
 }
 
 // scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -442,9 +442,12 @@ DeviceInfo describe_device(VkPhysicalDevice device, const VkPhysicalDeviceProper
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
   props2.pNext = &subgroup;
-  if (p.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
-  if (f.has_maintenance4) driver.pNext = &maintenance4;
-  if (f.has_maintenance4 && p.apiVersion < VK_API_VERSION_1_2) subgroup.pNext = &maintenance4;
+  void** chain_end = &subgroup.pNext;
+  if (p.apiVersion >= VK_API_VERSION_1_2) {
+    *chain_end = &driver;
+    chain_end = &driver.pNext;
+  }
+  if (f.has_maintenance4) *chain_end = &maintenance4;
   vkGetPhysicalDeviceProperties2(device, &props2);
 
   DeviceInfo info;
