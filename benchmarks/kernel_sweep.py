@@ -32,15 +32,21 @@ def run(runner, pte, envs, iters, out_json):
 
 
 def groups(result, ops):
-    """(op, shape) -> [summed us, count] in graph order."""
-    out = OrderedDict()
+    """(op, shape) -> [summed us, count] in graph order. An op's dispatches count as one: its key is
+    the shape of its last dispatch (the op's output: a split product's reduce, not its slices)."""
+    per_op = OrderedDict()
     for d in result.get("dispatches", []):
         op = d["op"]
-        op = op[op.find("(") + 1:op.rfind(")")] if "(" in op else op  # "op #12 (aten.linear.default)"
-        if ops and not any(o in op for o in ops):
+        name = op[op.find("(") + 1:op.rfind(")")] if "(" in op else op  # "op #12 (aten.linear.default)"
+        if ops and not any(o in name for o in ops):
             continue
-        g = out.setdefault((op, d.get("shape", "")), [0.0, 0])
-        g[0] += d["us"]
+        entry = per_op.setdefault(op, [name, "", 0.0])
+        entry[1] = d.get("shape", "")
+        entry[2] += d["us"]
+    out = OrderedDict()
+    for name, shape, us in per_op.values():
+        g = out.setdefault((name, shape), [0.0, 0])
+        g[0] += us
         g[1] += 1
     return out
 

@@ -52,6 +52,26 @@ def test_few_tiles_split_k_by_the_cost_model():
     assert choose(mm(1024, 1024, 1024), H100, MM_SPLITK=1)["kernel"] == "strided"
 
 
+def test_small_float32_products_split_k_on_64_tiles():
+    """Under the cost model's work (ViT-tiny's 197-row linears): on a GPU, 64 x 64 tiles whose
+    K slices give about two workgroups an SM, each slice whole K steps of 8 and none empty; K
+    under 192, a CPU device or MM_SPLITK (even 1) keep matmul.glsl."""
+    for (m, k, n), splits in [((197, 192, 576), 8), ((197, 192, 768), 6), ((197, 192, 192), 12),
+                              ((197, 768, 192), 20)]:
+        c = choose(linear(m, k, n), H100)
+        assert (c["kernel"], c["shader"], c["local"], c["tile"], c["splits"]) == \
+            ("tiled", "matmul_tiledu_sk_kb_f32", (8, 8, 1), (64, 64), splits), (m, k, n, c)
+        steps = -(-k // 8)
+        per = -(-steps // splits)
+        assert (splits - 1) * per < steps  # the last slice holds at least one step
+    assert choose(mm(64, 512, 64), H100)["splits"] == 64  # one tile, a step a slice
+    c = choose(mm(197, 768, 192, batch=2), H100)  # 24 tiles: 11 slices of 9 steps
+    assert (c["tile"], c["splits"]) == ((64, 64), 11)
+    assert choose(linear(197, 128, 576), H100)["kernel"] == "strided"
+    assert choose(linear(197, 768, 192), LAVAPIPE)["kernel"] == "strided"
+    assert choose(linear(197, 768, 192), H100, MM_SPLITK=1)["kernel"] == "strided"
+
+
 def test_forced_split_and_configuration():
     c = choose(mm(5, 8, 7), LAVAPIPE, MM_SPLITK=3)
     assert (c["shader"], c["splits"]) == ("matmul_tiledu_sk_nb_f32", 3)

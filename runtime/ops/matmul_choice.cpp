@@ -62,7 +62,7 @@ uint32_t tiled_shared_bytes(const TiledConfig& c) {
 // sums go to a scratch tensor [splits, batch, M, N]; matmul_splitk_reduce.glsl adds them
 // and applies the epilogue. The default configuration picks the slice count by
 // splitk_cost_us for products of fewer than kTiledMinGroups tiles, both sides at least
-// kSplitKMinSide and at least kSplitKMinWork multiply-adds (below, matmul.glsl). The
+// kSplitKMinSide and at least kSplitKMinWork multiply-adds (below, small_split_config). The
 // setting MM_SPLITK forces a count on the tiled kernel (any size and configuration).
 constexpr int64_t kSplitKMaxSplits = 64;  // settings.def bounds MM_SPLITK by the same
 constexpr int64_t kSplitKMinChunk = 32;   // K per slice: 4 steps of BK 8
@@ -78,6 +78,17 @@ double splitk_cost_us(int64_t tiles, int64_t K, int64_t splits, int64_t outputs)
   const double mb = 1e-6 * static_cast<double>((splits + 1) * outputs * 4);
   const double reduce = splits == 1 ? 0.0 : 3.8 + 0.23 * mb + 0.25 * std::max(0.0, mb - 40.0);
   return 8.0 + static_cast<double>(chunk) * per_k + reduce;
+}
+
+// `splits` within what one dispatch can hold: the scratch of all slices in one binding, and
+// workgroup z (splits * batch) within its limit.
+int64_t fitting_splits(const MatmulProblem& p, const DeviceInfo& device, int64_t splits) {
+  const int64_t slice_bytes = 4 * p.batch * p.M * p.N;
+  const int64_t range = static_cast<int64_t>(std::min<VkDeviceSize>(device.max_storage_buffer_range,
+                                                                    VkDeviceSize{1} << 30));
+  splits = std::min<int64_t>({splits, slice_bytes > 0 ? range / slice_bytes : splits,
+                              65535 / std::max<int64_t>(p.batch, 1)});
+  return std::max<int64_t>(splits, 1);
 }
 
 // 1 (no split), or the slice count for a product of `tiles` tiles (batch included);
@@ -100,13 +111,32 @@ int64_t splitk_count(const MatmulProblem& p, const DeviceInfo& device, const Set
     for (int64_t n = 2; n <= most; ++n) best = std::min(best, splitk_cost_us(tiles, p.K, n, outputs));
     while (splitk_cost_us(tiles, p.K, splits, outputs) > 1.03 * best) ++splits;
   }
-  // The scratch must fit one binding, and workgroup z (splits * batch) its limit.
-  const int64_t slice_bytes = 4 * outputs;
-  const int64_t range = static_cast<int64_t>(std::min<VkDeviceSize>(device.max_storage_buffer_range,
-                                                                    VkDeviceSize{1} << 30));
-  splits = std::min<int64_t>({splits, slice_bytes > 0 ? range / slice_bytes : splits,
-                              65535 / std::max<int64_t>(p.batch, 1)});
-  return std::max<int64_t>(splits, 1);
+  return fitting_splits(p, device, splits);
+}
+
+// Small float32 products on a GPU (under kSplitKMinWork multiply-adds, so no split above; both
+// sides at least kSplitKMinSide, K at least kSmallSplitMinK): matmul.glsl would leave a few dozen
+// workgroups each walking all of K. 64 x 64 tiles instead, K split until the slices give about two
+// workgroups an SM (ViT-tiny's 197-row linears, K 192 and 768, on the H200: 51 -> 17 us for N 192,
+// 24 -> 16 for N 576; benchmarks/results/vit_fp32_h200_2026-11-28.md). Not on a CPU device, and
+// not where the setting MM_SPLITK says otherwise.
+constexpr TiledConfig kTiledSmall{8, 8, 8};
+constexpr int64_t kSmallSplitMinK = 192;
+constexpr int64_t kSmallSplitGroups = 2 * kSplitKSms;
+bool small_split_config(const MatmulProblem& p, const DeviceInfo& device, const Settings& s, TiledConfig& config,
+                        int64_t& splits) {
+  if (device.type == "cpu" || s.mm_splitk || p.M < kSplitKMinSide || p.N < kSplitKMinSide || p.K < kSmallSplitMinK ||
+      !device.workgroup_fits(kTiledSmall.x, kTiledSmall.y, 1) || tiled_shared_bytes(kTiledSmall) > device.max_shared_memory) {
+    return false;
+  }
+  config = kTiledSmall;
+  const int64_t tiles = ((p.N + 8 * config.x - 1) / (8 * config.x)) * ((p.M + 8 * config.y - 1) / (8 * config.y)) * p.batch;
+  // Slices of whole K steps, none empty (the kernel rounds a slice up to whole steps).
+  const int64_t steps = (p.K + config.bk - 1) / config.bk;
+  const int64_t wanted = std::min({kSplitKMaxSplits, steps, (kSmallSplitGroups + tiles - 1) / tiles});
+  const int64_t per = (steps + wanted - 1) / wanted;
+  splits = fitting_splits(p, device, (steps + per - 1) / per);
+  return true;
 }
 
 // The tiled configuration for this product (and its slice count), or none to keep
@@ -134,7 +164,7 @@ bool tiled_config(const MatmulProblem& p, const DeviceInfo& device, const Settin
   const int64_t tm = 8 * config.y, tn = 8 * config.x;
   const int64_t tiles = ((p.N + tn - 1) / tn) * ((p.M + tm - 1) / tm) * p.batch;
   splits = splitk_count(p, device, s, tiles, true, forced_split);
-  if (tiles < kTiledMinGroups && splits == 1 && !forced_split) return false;
+  if (tiles < kTiledMinGroups && splits == 1 && !forced_split) return small_split_config(p, device, s, config, splits);
   return tiled_shared_bytes(config) <= device.max_shared_memory;
 }
 

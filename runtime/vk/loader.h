@@ -145,6 +145,11 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   X(vkResetFences)                      \
   X(vkWaitForFences)                    \
   X(vkGetFenceStatus)                   \
+  X(vkCreateEvent)                      \
+  X(vkDestroyEvent)                     \
+  X(vkCmdSetEvent)                      \
+  X(vkGetEventStatus)                   \
+  X(vkResetEvent)                       \
   X(vkQueueSubmit)                      \
   X(vkDeviceWaitIdle)                   \
   X(vkGetPipelineExecutablePropertiesKHR) \
