@@ -118,14 +118,24 @@ def test_runner_runs_raw_blobs_and_names_a_bad_one(tmp_path):
 
 def test_runner_submit_probe_times_a_bare_submit(tmp_path):
     """--submit-probe: what every execute pays before any program (a submit and the wait for its
-    fence), empty and with the two barriers every recording has; no program with it."""
+    end), empty and with the two barriers every recording has, the end seen by the fence, an event
+    or a host-visible word; each with the submit call's own part, which no wait can exceed; no
+    program with it."""
     r = run_runner("--submit-probe", "--iters", "20", "--warmup", "2")
     assert r.returncode == 0, r.stderr
-    lines = [line for line in r.stdout.splitlines() if line.startswith("submit and wait")]
-    assert len(lines) == 2 and "empty command buffer" in lines[0] and "two barriers" in lines[1], r.stdout
-    for line in lines:
-        low, median = (float(v) for v in re.findall(r"(?:min|median) ([\d.]+) us", line))
-        assert 0 < low <= median, line
+    times = lambda line: [float(v) for v in re.findall(r"(?:min|median) ([\d.]+) us", line)]
+    lines = [line for line in r.stdout.splitlines() if line.endswith("submits")]
+    cases = [i for i, line in enumerate(lines) if not line.startswith(" ")]
+    assert [lines[i].split(",")[0].split(":")[0] for i in cases] == [
+        "empty command buffer", "two barriers (compute -> compute", "two barriers", "two barriers"], r.stdout
+    assert ["fence polled" in lines[cases[0]], "event polled" in lines[cases[2]],
+            "host-visible word" in lines[cases[3]]] == [True] * 3, r.stdout
+    for i in cases:
+        low, median = times(lines[i])
+        assert 0 < low <= median, lines[i]
+        assert lines[i + 1].startswith("  of which the submit call"), r.stdout
+        submit_low, submit_median = times(lines[i + 1])
+        assert 0 < submit_low <= low and submit_median <= median, (lines[i], lines[i + 1])
     assert run_runner("--submit-probe", "--model", str(tmp_path / "x.pte")).returncode == 2
 
 
