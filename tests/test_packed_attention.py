@@ -100,6 +100,18 @@ def test_half_packed_attention_on_cooperative_matrices():
     torch.testing.assert_close(run.outputs[0].float(), model.float()(x.float()), atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_packed_attention_on_the_block_kernel(dtype):
+    """The block kernel (a GPU's default for ViT-sized attention, forced here) reads q, k and v in place
+    from the packed rows at any offset: causal, odd head dims, rows past a block, two batches."""
+    torch.manual_seed(6)
+    model, x = PackedAttention(3, causal=True).eval().to(dtype), torch.randn(2, 37, 3 * 3 * 13).to(dtype)
+    run = run_forcing(model, (x,), SDPA_KERNEL="block")
+    assert [s for s in run.shaders if s.startswith("sdpa")] == ["sdpa_block_d64_" + ("f32" if dtype == torch.float32 else "f16")]
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-3
+    torch.testing.assert_close(run.outputs[0].float(), model.float()(x.float()), atol=tolerance, rtol=tolerance)
+
+
 def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
     """examples/models/transformer.py's block: fuse_manual_attention makes the sdpa first (the bmm chain it
     leaves still holds the selects until dead code goes)."""

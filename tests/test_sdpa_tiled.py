@@ -1,7 +1,8 @@
 """aten.scaled_dot_product_attention's kernels against eager PyTorch: in float16 on a device with
 cooperative matrices, the cooperative-matrix kernel (glsl/sdpa_coop.glslh: blocks of 16 query rows, up to
 256 keys, head dims multiples of 8 up to 128; on lavapipe its emulated twin, the setting COOPMAT_EMULATE);
-the tiled kernel
+the block kernel (glsl/sdpa_block.glsl: blocks of 4 query rows with plain arithmetic, up to 256 keys, head dims
+up to 128; the default on a GPU, forced here with SDPA_KERNEL=block); the tiled kernel
 (glsl/sdpa_tiled.glsl: blocks of 32 query rows of a KV head, key tiles of 32 (head dims up to 64) or 16
 (up to 128)), forced with SDPA_KERNEL=tiled on these small cases and chosen by default from 16 queries and
 128 workgroups; else, up to 512 keys, the short kernel (glsl/sdpa_short.glsl: blocks of up to 4 query
@@ -20,6 +21,7 @@ from vkdelegate.serialization.graph_ir import (BoolValue, DType, DoubleValue, Gr
 SDPA_TILED_MIN_QUERIES = 16  # runtime/ops/attention.cpp: kSdpaTiledMinQueries
 SHORT_MAX_KEYS = 512  # runtime/ops/attention.cpp: kShortAttentionMaxKeys
 COOP_MAX_KEYS = 256  # runtime/ops/attention.cpp: kCoopAttentionMaxKeys
+BLOCK_MAX_KEYS = 256  # runtime/ops/attention.cpp: kBlockAttentionMaxKeys
 
 _DTYPES = {torch.float32: DType.float32, torch.float16: DType.float16, torch.bool: DType.bool_}
 
@@ -43,6 +45,7 @@ def sdpa_graph(q, k, v, mask=None, is_causal=False, scale=None, enable_gqa=False
 
 TILED = {"SDPA_KERNEL": "tiled"}
 SHORT = {"SDPA_KERNEL": "short"}
+BLOCK = {"SDPA_KERNEL": "block"}
 
 
 def coop_kernel():
@@ -142,16 +145,18 @@ def test_row_kernel_cases(L, S, E, causal, mask_kind, settings):
     check(q, k, v, shader, mask=mask, settings=settings, is_causal=causal)
 
 
-@pytest.mark.parametrize("lead, heads, L, shader", [
-    pytest.param((1,), 3, 197, "sdpa_short", id="vit_tiny_21_workgroups"),
-    pytest.param((16,), 8, 32, "sdpa_tiled_d64", id="128_workgroups"),
+@pytest.mark.parametrize("lead, heads, L, shader, on_gpu", [
+    pytest.param((1,), 3, 197, "sdpa_short", "sdpa_block_d64", id="vit_tiny_21_workgroups"),
+    pytest.param((2,), 4, 17, "sdpa_short", "sdpa_short", id="block_kernel_40_workgroups"),
+    pytest.param((16,), 8, 32, "sdpa_tiled_d64", "sdpa_tiled_d64", id="128_workgroups"),
 ])
-def test_default_choice_by_workgroups(lead, heads, L, shader):
+def test_default_choice_by_workgroups(lead, heads, L, shader, on_gpu):
     """Unforced: the tiled kernel only where its grid has 128 workgroups (each walks the keys in turn:
-    ViT-tiny's 21 ran slower than a workgroup per row on the H100); below that the short kernel."""
+    ViT-tiny's 21 ran slower than a workgroup per row on the H100); below that, on a GPU, the block kernel
+    from 64 of its workgroups (ViT-tiny's 150 blocks of 4 rows), else the short kernel (a CPU device: always)."""
     torch.manual_seed(2)
     q, k, v = qkv(lead, heads, L, L, 64)
-    check(q, k, v, shader)
+    check(q, k, v, on_gpu if rt.device_info()["type"] != "cpu" else shader)
 
 
 SHORT_CASES = [
@@ -263,6 +268,68 @@ def test_sizes_below_the_planned_ones_replay_the_coop_kernel():
         (out,) = graph.run([t.contiguous().numpy() for t in args])
         expected = F.scaled_dot_product_attention(*(t.float() for t in args), is_causal=True, enable_gqa=True)
         torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=2e-3, rtol=2e-3)
+
+
+BLOCK_CASES = [
+    # (lead dims, heads, kv heads, L, S, E, Ev, causal): ViT-tiny's shape; rows and keys not multiples of the
+    # block (8) or the chunk (64, 32); causal with L != S both ways (blocks whose rows count different keys;
+    # rows past L); grouped heads; E != Ev, odd head dims, both variants (up to 64, up to 128); ranks 2 to 5;
+    # S at the bound; one key.
+    pytest.param((1,), 3, 3, 197, 197, 64, 64, False, id="vit_tiny_shape"),
+    pytest.param((2,), 2, 2, 45, 70, 16, 24, False, id="ragged_e16_ev24"),
+    pytest.param((1,), 2, 2, 21, 13, 8, 8, True, id="causal_L_above_S"),
+    pytest.param((2,), 2, 2, 7, 70, 33, 33, True, id="causal_S_above_L_odd_dim"),
+    pytest.param((2,), 8, 2, 11, 37, 32, 20, True, id="gqa_ratio4_causal_ev20"),
+    pytest.param((1,), 6, 3, 33, 70, 128, 96, False, id="d128_gqa_ratio2"),
+    pytest.param((1,), 2, 2, 17, 45, 65, 127, True, id="d128_odd_dims_causal"),
+    pytest.param((), None, None, 5, 17, 16, 16, False, id="rank2"),
+    pytest.param((), 5, 5, 17, 9, 12, 7, False, id="rank3"),
+    pytest.param((2, 3), 2, 1, 6, 11, 16, 16, True, id="rank5_gqa"),
+    pytest.param((1,), 1, 1, 18, BLOCK_MAX_KEYS, 64, 64, False, id="keys_at_the_bound"),
+    pytest.param((1,), 2, 2, 35, 1, 8, 8, False, id="one_key"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("lead, heads, kv_heads, L, S, E, Ev, causal", BLOCK_CASES)
+def test_block_kernel_matches_eager(dtype, lead, heads, kv_heads, L, S, E, Ev, causal):
+    torch.manual_seed(L * 100 + S)
+    q, k, v = qkv(lead, heads, L, S, E, kv_heads, Ev, dtype)
+    check(q, k, v, "sdpa_block" + ("_d64" if max(E, Ev) <= 64 else "_d128"), settings=BLOCK, is_causal=causal,
+          enable_gqa=heads != kv_heads)
+
+
+def test_block_kernel_scale_and_large_scores():
+    """A given scale; scores far above exp's range (the row max is subtracted); causal row 0 sees key 0 alone."""
+    torch.manual_seed(10)
+    q, k, v = qkv((1,), 2, 20, 90, 16)
+    check(q * 30, k * 30, v, "sdpa_block_d64", settings=BLOCK, is_causal=True, scale=0.9)
+
+
+@pytest.mark.parametrize("S, E, shader", [
+    pytest.param(BLOCK_MAX_KEYS + 1, 64, "sdpa", id="keys_above_the_bound"),
+    pytest.param(30, 136, "sdpa", id="head_dim_above_128"),
+    pytest.param(30, 100, "sdpa_block_d128", id="head_dim_above_64"),
+])
+def test_block_kernel_bounds(S, E, shader):
+    """Forced, the block kernel takes the op within its bounds; outside them the row kernel (as forced coop)."""
+    torch.manual_seed(11)
+    q, k, v = qkv((1,), 2, 20, S, E)
+    check(q, k, v, shader, settings=BLOCK)
+
+
+def test_sizes_below_the_planned_ones_replay_the_block_kernel():
+    """Chosen at the upper bounds, the block kernel also runs what a resize gives: fewer rows than a
+    block, fewer keys than a chunk, a single query."""
+    torch.manual_seed(12)
+    q, k, v = qkv((1,), 4, 60, 70, 16, kv_heads=2, Ev=24)
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **BLOCK)
+    assert [s for _, s in graph.dispatches()] == ["sdpa_block_d64_f32"]
+    for L, S in ((60, 70), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
 
 
 def test_short_kernel_forced_where_the_tiled_one_pays():

@@ -152,14 +152,33 @@ struct CoopAttention {
   }
 };
 constexpr CoopAttention kCoopAttention[] = {{"_d64", 64, 64}, {"_d128", 128, 32}};
+// sdpa_block.glsl's bounds: THREADS, ROWS, MAX_KEYS, its variants' MAX_D with their chunks of keys,
+// and their shared memory (float32 elements).
+constexpr LocalSize kBlockAttentionLocal{128, 1, 1};
+constexpr int64_t kBlockAttentionRows = 4;
+constexpr int64_t kBlockAttentionMaxKeys = 256;
+// The default takes it from this many workgroups (row blocks x KV heads x batch); on the H200,
+// ViT-tiny's 150: 29.5 -> 19.7 us a layer against the short kernel; a transformer block's 40
+// (17 queries, 4 heads, batch 2): 8.6 -> 10.0, so below it the short kernel keeps it.
+constexpr int64_t kBlockAttentionMinWorkgroups = 64;
+struct BlockAttention {
+  const char* suffix;
+  int64_t max_d, chunk;
+  int64_t shared_bytes() const {
+    return 4 * (kBlockAttentionRows * max_d + kBlockAttentionRows * kBlockAttentionMaxKeys + chunk * (max_d + 1) +
+                2 * kBlockAttentionRows * (kBlockAttentionLocal[0] / kBlockAttentionRows));
+  }
+};
+constexpr BlockAttention kBlockAttention[] = {{"_d64", 64, 64}, {"_d128", 128, 32}};
 
-// The strided kernels (all without a mask): the tiled kernel, the short kernel, and the short
-// kernel on cooperative matrices.
-enum class StridedKernel { None, Tiled, Short, Coop };
+// The strided kernels (all without a mask): the tiled kernel, the short kernel, the block kernel
+// and its twin on cooperative matrices.
+enum class StridedKernel { None, Tiled, Short, Coop, Block };
 struct SdpaChoice {
   StridedKernel kernel;
-  const TiledAttention* tiled;  // Tiled: its configuration
-  const CoopAttention* coop;    // Coop: its variant
+  const TiledAttention* tiled = nullptr;  // Tiled: its configuration
+  const CoopAttention* coop = nullptr;    // Coop: its variant
+  const BlockAttention* block = nullptr;  // Block: its variant
 };
 
 // The short kernel applies to these planned sizes on this device.
@@ -201,6 +220,21 @@ const CoopAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planne
   return nullptr;
 }
 
+// The block kernel (sdpa_block.glsl) at these planned sizes on this device: up to
+// kBlockAttentionMaxKeys keys, the smallest variant that holds the head dims and fits its shared
+// memory; or none.
+const BlockAttention* block_attention_for(ComputeGraph& g, const SdpaShape& planned) {
+  const DeviceInfo& info = g.context().info();
+  if (planned.S > kBlockAttentionMaxKeys || kBlockAttentionLocal[0] > info.max_workgroup_invocations ||
+      std::max({ceil_div(planned.L * planned.group, kBlockAttentionRows), planned.kv_heads, planned.batch}) > 65535) {
+    return nullptr;
+  }
+  for (const BlockAttention& c : kBlockAttention) {
+    if (std::max(planned.E, planned.Ev) <= c.max_d && c.shared_bytes() <= info.max_shared_memory) return &c;
+  }
+  return nullptr;
+}
+
 // sdpa without a mask through strides: `choice`'s kernel. A block of the short kernel's query rows
 // shares each key row read; fewer rows a block where the grid would be small (each workgroup's
 // work is short, but a workgroup per SM leaves it idle).
@@ -209,10 +243,14 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
   const int q = tensors.at(1);
   const TiledAttention* tiled = choice.tiled;
   const CoopAttention* coop = choice.coop;
+  const BlockAttention* block = choice.block;
   const StridedKernel kind = choice.kernel;
   std::string shader = "sdpa_short";
   LocalSize local = kShortAttentionLocal;
-  if (kind == StridedKernel::Tiled) {
+  if (kind == StridedKernel::Block) {
+    shader = std::string("sdpa_block") + block->suffix;
+    local = kBlockAttentionLocal;
+  } else if (kind == StridedKernel::Tiled) {
     shader = std::string("sdpa_tiled") + tiled->suffix;
     local = kTiledAttentionLocal;
   } else if (kind == StridedKernel::Coop) {
@@ -225,6 +263,9 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
     if (kind == StridedKernel::Tiled && std::max(x.E, x.Ev) > tiled->max_d) {
       g.fail("head dims above the planned tiled kernel's");
     }
+    if (kind == StridedKernel::Block && (x.S > kBlockAttentionMaxKeys || std::max(x.E, x.Ev) > block->max_d)) {
+      g.fail("more keys or larger head dims than the planned block attention kernel's");
+    }
     if (kind == StridedKernel::Short && x.S > kShortAttentionMaxKeys) {
       g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys for the planned short attention kernel");
     }
@@ -236,6 +277,7 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
     const int64_t rows = x.L * x.group;  // of a KV head
     int64_t block_rows = kind == StridedKernel::Tiled ? tiled->rows
                          : kind == StridedKernel::Coop ? kCoopAttentionRows
+                         : kind == StridedKernel::Block ? kBlockAttentionRows
                                                         : kShortAttentionMaxRows;
     while (kind == StridedKernel::Short && block_rows > 1 &&
            ceil_div(rows, block_rows) * x.kv_heads * x.batch < kSdpaTiledMinWorkgroups) {
@@ -273,11 +315,13 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
 // The strided kernel for sdpa without a mask at these planned sizes: on a device with cooperative
 // matrices, half attention over up to kCoopAttentionMaxKeys keys with head dims of multiples of 8 up
 // to 128 (kCoopAttention's variants), coop; else tiled, from kSdpaTiledMinQueries queries and
-// kSdpaTiledMinWorkgroups workgroups and head dims a tiled configuration holds; else short, up to
-// kShortAttentionMaxKeys keys; else none (the row kernel). `forced` (the setting SDPA_KERNEL) takes
+// kSdpaTiledMinWorkgroups workgroups and head dims a tiled configuration holds; else on a GPU up to
+// kBlockAttentionMaxKeys keys with head dims up to 128, from kBlockAttentionMinWorkgroups, block
+// (benchmarks/results/vit_fp32_h200_2026-11-28.md); else short, up to kShortAttentionMaxKeys keys;
+// else none (the row kernel). `forced` (the setting SDPA_KERNEL) takes
 // one wherever it applies: "rows" none.
 SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype, const std::string& forced) {
-  if (forced == "rows") return {StridedKernel::None, nullptr, nullptr};
+  if (forced == "rows") return {StridedKernel::None};
   const CoopAttention* coop = coop_attention_for(g, planned, dtype);
   if (coop && (forced.empty() || forced == "coop")) return {StridedKernel::Coop, nullptr, coop};
   const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
@@ -287,6 +331,13 @@ SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype
   const bool pays = planned.L >= kSdpaTiledMinQueries &&
                     blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
   if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {StridedKernel::Tiled, tiled, nullptr};
+  const BlockAttention* block = block_attention_for(g, planned);
+  const bool block_pays = g.context().info().type != "cpu" &&
+                          ceil_div(planned.L * planned.group, kBlockAttentionRows) * planned.kv_heads * planned.batch >=
+                              kBlockAttentionMinWorkgroups;
+  if (block && (forced == "block" || (forced.empty() && block_pays))) {
+    return {StridedKernel::Block, nullptr, nullptr, block};
+  }
   if ((forced.empty() || forced == "short") && short_attention_fits(g, planned)) {
     return {StridedKernel::Short, nullptr, nullptr};
   }
