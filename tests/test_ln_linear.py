@@ -1,9 +1,9 @@
 """backends/ln_linear_fusion.py: a layer norm whose output feeds one linear (a transformer block's norm
 before its qkv projection and before its first FFN linear) runs as et_vk.vkd_ln_linear. In float16 on a
 device with cooperative matrices the product's kernel normalizes the rows as it fetches them
-(matmul_coop.glslh: LN_A; on lavapipe its emulated twin, the setting COOPMAT_EMULATE), one dispatch; elsewhere
-(float32, no cooperative matrices, rows that are not multiples of 8 halves) the runtime runs the layer norm's
-kernel first. Look-alikes (a norm output used twice, a residual after the linear) keep their ops. Results
+(matmul_coop.glslh: LN_A; on lavapipe its emulated twin, the setting COOPMAT_EMULATE), one dispatch, and so does
+gemv.glsl's _ln variant for few rows in any float dtype; elsewhere (float32, no cooperative matrices, rows that are
+not multiples of 8 halves) the runtime runs the layer norm's kernel first. Look-alikes (a norm output used twice, a residual after the linear) keep their ops. Results
 match eager."""
 import torch
 
@@ -35,10 +35,42 @@ def test_vit_block_norms_fuse_into_their_linears():
     block, x = ViTBlock(48, 3, 96).eval(), (torch.randn(1, 17, 48),)
     em = lower(block, x)
     ops = dispatch_ops(em)
-    # Float32: each fused op dispatches the norm's kernel, then the product's.
-    assert ops.count(FUSED) == 4 and "aten.native_layer_norm.default" not in ops, ops
+    # 17 rows: gemv.glsl's _ln variant normalizes each row itself, one dispatch a fused op.
+    assert ops.count(FUSED) == 2 and "aten.native_layer_norm.default" not in ops, ops
     (out,) = run_pte(em.to_executorch().buffer, x)
     torch.testing.assert_close(out, block(*x), rtol=1e-4, atol=1e-4)
+
+
+class NormOnlyLinear(NormLinear):
+    """NormLinear with the norm's affine parts as given: both, the weight alone, none."""
+
+    def __init__(self, k, n, affine):
+        super().__init__(k, n, act=True)
+        self.norm = torch.nn.LayerNorm(k, elementwise_affine=affine != "none", bias=affine == "both")
+        if affine != "none":
+            with torch.no_grad():
+                self.norm.weight.uniform_(-2, 2)
+                if affine == "both":
+                    self.norm.bias.uniform_(-1, 1)
+
+
+def test_few_rows_normalize_in_gemv():
+    """Rows gemv.glsl takes (up to 64 of them, too few tiles) layer-norm their row of A first in the
+    product's own dispatch (its _ln variant): float32 and float16, K not a multiple of 4 or 8, a batch,
+    rows far from zero (the variance taken around the mean), the norm with both, one or none of its
+    affine parts, gelu in the epilogue."""
+    torch.manual_seed(5)
+    for dtype, tolerance in ((torch.float32, 1e-4), (torch.float16, 2e-2)):
+        for k, n, rows, affine in ((37, 29, (3, 7), "both"), (64, 10, (1, 1), "weight"), (20, 50, (2, 9), "none")):
+            model = NormOnlyLinear(k, n, affine).eval().to(dtype)
+            x = (torch.randn(*rows, k) * 3 + 1000).to(dtype) if dtype == torch.float32 else \
+                (torch.randn(*rows, k) * 3 + 40).to(dtype)
+            run = run_forcing(model, (x,))
+            assert run.shaders == ["gemv_ln_" + ("f32" if dtype == torch.float32 else "f16")], run.shaders
+            ref = model.float()(x.float()) if dtype == torch.float32 else \
+                model.linear.float()(model.norm.float()(x.float()).half().float())
+            ref = torch.nn.functional.gelu(ref) if dtype == torch.float16 else ref
+            torch.testing.assert_close(run.outputs[0].float(), ref, rtol=tolerance, atol=tolerance)
 
 
 def _half_run(model, x, **settings):

@@ -29,8 +29,8 @@ struct Epilogue {
 };
 
 // A layer norm of A's rows over K (the last dim) before a linear (et_vk.vkd_ln_linear): the
-// cooperative-matrix kernel's _ln variants apply it as they fetch A; elsewhere a layer_norm node
-// first, into a tensor of the node's own.
+// cooperative-matrix kernel's and gemv.glsl's _ln variants apply it as they fetch A; elsewhere a
+// layer_norm node first, into a tensor of the node's own.
 struct LnPrologue {
   bool on = false;
   int weight = -1, bias = -1;  // the norm's affine parts, -1 for none
@@ -138,7 +138,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   problem.c_sb = pp.c_sb;
   problem.ln = ln.on;
   const MatmulChoice choice = choose_matmul(problem, g.context().info(), g.settings());
-  if (ln.on && choice.kernel != MatmulKernel::Coop) {
+  if (ln.on && choice.kernel != MatmulKernel::Coop && choice.kernel != MatmulKernel::Gemv) {
     // No kernel here normalizes A as it fetches it: the norm first, into tensors of this node's own
     // (the planned sizes; not the scratch storage, which a split-K product uses meanwhile).
     const Tensor& x = g.tensor(a);
@@ -155,7 +155,9 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     return;
   }
   const bool plain = choice.kernel == MatmulKernel::Strided || choice.kernel == MatmulKernel::Gemv;
-  std::string shader = plain ? variant(g, choice.shader, a) : choice.shader;
+  // gemv's _ln variant normalizes its row of A itself (the coop kernel's choice names its own).
+  const bool gemv_ln = ln.on && choice.kernel == MatmulKernel::Gemv;
+  std::string shader = plain ? variant(g, gemv_ln ? choice.shader + "_ln" : choice.shader, a) : choice.shader;
   const LocalSize local = choice.local;
   const uint32_t tile_m = choice.tile_m, tile_n = choice.tile_n;
   const int32_t group_m =
@@ -172,12 +174,12 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
     bound.push_back(epi.residual);
     shader = residual_variant(g, shader);
   }
-  if (ln.on) {  // the choice took an _ln variant (matmul_coop.glslh: LN_A)
+  if (ln.on) {  // an _ln variant (matmul_coop.glslh, gemv.glsl: LN_A)
     bound.push_back(ln.weight >= 0 ? ln.weight : a);
     bound.push_back(ln.bias >= 0 ? ln.bias : a);
   }
   g.add_node(g.current_op(), shader, local, bound,
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi, ln](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi, ln, gemv_ln](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                check_residual(g, epi.residual, pr.out_sizes);
@@ -195,7 +197,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
                pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
                if (ln.on) {
-                 if (!pr.p.vec_a) g.fail("the layer-normed linear's rows of A must be multiples of 8 halves");
+                 if (!gemv_ln && !pr.p.vec_a) g.fail("the layer-normed linear's rows of A must be multiples of 8 halves");
                  pr.p.ln_eps = ln.eps;
                  pr.p.ln_affine = (ln.weight >= 0 ? 1 : 0) | (ln.bias >= 0 ? 2 : 0);
                }
