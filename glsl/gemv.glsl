@@ -6,11 +6,14 @@
 // Storage is T (f32 or f16); products accumulate in float. The _res variants add a residual
 // (matmul_params.glslh) after the activation. The _ln variant (et_vk.vkd_ln_linear) layer-norms
 // row m of A over K first: its mean, then the variance around it (two passes, as layer_norm.glsl),
-// all the workgroup's invocations over the row; each element then normalized as it is read,
-// (x - mean) * rstd * weight + bias, rounded to T as the norm's own output would be.
-// variant gemv: RESIDUAL=0 LN_A=0
-// variant gemv_res: RESIDUAL=1 LN_A=0
-// variant gemv_ln: RESIDUAL=0 LN_A=1
+// all the workgroup's invocations over the row (the _sg twin sums within subgroups first: two barriers a
+// sum, not a tree of eight; the runtime takes it where the device has subgroup arithmetic); each element
+// then normalized as it is read, (x - mean) * rstd * weight + bias, rounded to T as the norm's own output
+// would be.
+// variant gemv: RESIDUAL=0 LN_A=0 WG_SUBGROUP=0
+// variant gemv_res: RESIDUAL=1 LN_A=0 WG_SUBGROUP=0
+// variant gemv_ln: RESIDUAL=0 LN_A=1 WG_SUBGROUP=0
+// variant gemv_ln_sg: RESIDUAL=0 LN_A=1 WG_SUBGROUP=1
 // dtypes: f32 f16
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -33,7 +36,20 @@ layout(set = 0, binding = 5) readonly buffer LnBias { T ln_b[]; };
 
 shared float partial[gl_WorkGroupSize.x * gl_WorkGroupSize.y];
 
-#if LN_A
+#if LN_A && WG_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// The sum of `v` over the workgroup, in every invocation: each subgroup's, then theirs.
+float workgroup_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) partial[gl_SubgroupID] = v;  // fewer subgroups than invocations
+  barrier();
+  float total = 0.0;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) total += partial[i];
+  barrier();
+  return total;
+}
+#elif LN_A
 // The sum of `v` over the workgroup (its size a power of two), in every invocation.
 float workgroup_sum(float v) {
   const uint tid = gl_LocalInvocationIndex;

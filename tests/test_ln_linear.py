@@ -66,7 +66,8 @@ def test_few_rows_normalize_in_gemv():
             x = (torch.randn(*rows, k) * 3 + 1000).to(dtype) if dtype == torch.float32 else \
                 (torch.randn(*rows, k) * 3 + 40).to(dtype)
             run = run_forcing(model, (x,))
-            assert run.shaders == ["gemv_ln_" + ("f32" if dtype == torch.float32 else "f16")], run.shaders
+            suffix = "_f32" if dtype == torch.float32 else "_f16"
+            assert run.shaders in (["gemv_ln" + suffix], ["gemv_ln_sg" + suffix]), run.shaders
             ref = model.float()(x.float()) if dtype == torch.float32 else \
                 model.linear.float()(model.norm.float()(x.float()).half().float())
             ref = torch.nn.functional.gelu(ref) if dtype == torch.float16 else ref
@@ -98,6 +99,15 @@ def test_half_norm_without_cooperative_matrices_runs_the_norm_first():
         assert run.shaders[0].startswith("layer_norm") and len(run.shaders) == 2, run.shaders
         assert "_ln_" not in run.shaders[1], run.shaders
         torch.testing.assert_close(run.outputs[0].float(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_few_rows_normalize_in_gemv_without_subgroup_ops():
+    """gemv_ln's plain twin (its sums a tree through shared memory), where subgroup arithmetic is off."""
+    torch.manual_seed(6)
+    model, x = NormOnlyLinear(37, 29, "both").eval(), torch.randn(3, 7, 37) * 3 + 1000
+    run = run_forcing(model, (x,), NO_SUBGROUP_OPS=True)
+    assert run.shaders == ["gemv_ln_f32"], run.shaders
+    torch.testing.assert_close(run.outputs[0], model(x), rtol=1e-4, atol=1e-4)
 
 
 def test_look_alikes_keep_their_ops():

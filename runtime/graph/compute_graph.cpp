@@ -366,7 +366,9 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     throw GraphError("a constant belongs to no tensor");
   }
   check_dataflow(graph);
+  plan_input_host_casts(graph);
   build_ops(graph);
+  plan_output_host_casts(graph);
   check_memory_plan(graph);
   check_perturbation();
   for (int id : output_ids_) {
@@ -513,6 +515,101 @@ void ComputeGraph::check_memory_plan(const void* fb_graph) {
                          "): the memory plan is corrupted");
       }
     }
+  }
+}
+
+namespace {
+bool is_cast_op(const std::string& name) {
+  return name == "aten._to_copy.default" || name == "dim_order_ops._to_dim_order_copy.default";
+}
+// How many times each value is an argument of an op of the chain (list items counted), and the op that
+// writes each (its last argument), or -1.
+void count_uses(const fbs::VkGraph* graph, const std::vector<Value>& values, std::vector<int>& uses,
+                std::vector<int>& writer) {
+  uses.assign(values.size(), 0);
+  writer.assign(values.size(), -1);
+  const auto* chain = graph->chain();
+  for (uint32_t i = 0; chain && i < chain->size(); ++i) {
+    const auto* args = chain->Get(i)->args();
+    if (!args || args->size() == 0) continue;
+    for (uint32_t a = 0; a < args->size(); ++a) {
+      const int id = args->Get(a);  // in range: check_dataflow
+      if (const auto* list = std::get_if<ValueList>(&values[id])) {
+        for (int item : list->ids) ++uses[item];
+      } else {
+        ++uses[id];
+      }
+    }
+    writer[args->Get(args->size() - 1)] = static_cast<int>(i);
+  }
+}
+}  // namespace
+
+void ComputeGraph::plan_input_host_casts(const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  const VkDeviceSize limit = static_cast<VkDeviceSize>(settings_.host_casts_kb) * 1024;
+  const auto* chain = graph->chain();
+  if (limit == 0 || !chain) return;
+  std::vector<int> uses, writer;
+  count_uses(graph, values_, uses, writer);
+  const auto is_io = [this](int id) {
+    return std::count(input_ids_.begin(), input_ids_.end(), id) + std::count(output_ids_.begin(), output_ids_.end(), id);
+  };
+  for (uint32_t i = 0; i < chain->size(); ++i) {
+    const fbs::OpCall* call = chain->Get(i);
+    const auto* args = call->args();
+    if (!call->name() || !is_cast_op(call->name()->str()) || !args || args->size() < 2) continue;
+    const int in = args->Get(0), out = args->Get(args->size() - 1);
+    auto* x = std::get_if<Tensor>(&values_[in]);
+    auto* y = std::get_if<Tensor>(&values_[out]);
+    if (!x || !y || in == out || x->dtype != DType::Float32 || y->dtype != DType::Float16) continue;
+    if (std::count(input_ids_.begin(), input_ids_.end(), in) != 1 || is_io(in) != 1 || uses[in] != 1) continue;
+    if (is_io(out) || y->constant_id >= 0 || y->is_state || x->is_state || x->max_nbytes() > limit) continue;
+    x->storage_type = StorageType::F16;
+    y->storage = x->storage;
+    y->mem_obj_id = -1;
+  }
+}
+
+void ComputeGraph::plan_output_host_casts(const void* fb_graph) {
+  const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
+  const VkDeviceSize limit = static_cast<VkDeviceSize>(settings_.host_casts_kb) * 1024;
+  if (limit == 0) return;
+  std::vector<int> uses, writer;
+  count_uses(graph, values_, uses, writer);
+  const auto* chain = graph->chain();
+  for (int out : output_ids_) {
+    Tensor& z = std::get<Tensor>(values_[out]);
+    const int op = writer[out];
+    if (op < 0 || z.dtype != DType::Float32 || uses[out] != 1 || z.max_nbytes() > limit ||
+        std::count(output_ids_.begin(), output_ids_.end(), out) != 1) {
+      continue;
+    }
+    const fbs::OpCall* call = chain->Get(static_cast<uint32_t>(op));
+    if (!call->name() || !is_cast_op(call->name()->str())) continue;
+    const int in = call->args()->Get(0);
+    auto* w = std::get_if<Tensor>(&values_[in]);
+    // (w in an input's storage: an input host cast's output.)
+    if (!w || w->dtype != DType::Float16 || w->is_view || w->is_state || w->constant_id >= 0 ||
+        storages_[w->storage].is_input || std::count(output_ids_.begin(), output_ids_.end(), in)) {
+      continue;
+    }
+    // No view of w (they took its storage when built), and the cast is the one dispatch of its op.
+    bool viewed = false;
+    for (const Value& v : values_) {
+      const auto* t = std::get_if<Tensor>(&v);
+      viewed = viewed || (t && t->is_view && t->view_of == in);
+    }
+    const BlobOp& ops = blob_ops_.at(static_cast<size_t>(op));
+    std::vector<Node*> dispatches;
+    for (size_t n = ops.first; n < ops.end; ++n) {
+      if (nodes_[n].pipeline) dispatches.push_back(&nodes_[n]);
+    }
+    if (viewed || dispatches.size() != 1 || dispatches[0]->tensors != std::vector<int>{out, in}) continue;
+    dispatches[0]->pipeline = nullptr;  // its update still sizes the output
+    z.storage_type = StorageType::F16;
+    w->storage = z.storage;
+    w->mem_obj_id = -1;
   }
 }
 

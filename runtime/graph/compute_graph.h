@@ -244,6 +244,13 @@ class ComputeGraph {
   void parse(const uint8_t* blob, size_t size);
   void check_dataflow(const void* fb_graph);
   void check_memory_plan(const void* fb_graph);
+  // Host casts (settings: host_casts_kb): a float32 input whose one use is a cast to float16 is stored
+  // as halves and the cast's output shares its storage (before build_ops: the cast then adds no
+  // dispatch); a float32 output made by a cast from float16 is stored as halves and the cast's input
+  // lives in its storage (after build_ops: the cast's dispatch is dropped). copy_input and copy_output
+  // convert.
+  void plan_input_host_casts(const void* fb_graph);
+  void plan_output_host_casts(const void* fb_graph);
   void build_ops(const void* fb_graph);
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;

@@ -3,6 +3,9 @@
 #include <climits>
 #include <cstring>
 #include <sstream>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace vkd {
 
@@ -74,11 +77,109 @@ void narrow(const int32_t* src, void* dst, size_t n) {
 bool same_layout(DType t, StorageType s) {
   return dtype_size(t) == storage_size(s) && (is_float_dtype(t) || t == DType::Int32 || t == DType::Int64);
 }
+
+// float32 <-> float16 on the host (float32 tensors stored as halves: ComputeGraph's host casts), round to
+// nearest even, infinities and NaN kept (NaN quiet), overflow to infinity, half subnormals exact. The
+// portable bit arithmetic (after F. Giesen's float_to_half_fast3_rtne and half_to_float) serves where the
+// CPU has no conversion instructions; x86 with F16C and ARMv8 convert 8 / 4 at a time.
+uint16_t half_from_float(float value) {
+  const uint32_t f32_inf = 255u << 23, f16_max = (127u + 16u) << 23;
+  const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  uint32_t f;
+  std::memcpy(&f, &value, 4);
+  const uint32_t sign = f & 0x80000000u;
+  f ^= sign;
+  uint32_t o;
+  if (f >= f16_max) {
+    o = f > f32_inf ? 0x7e00u : 0x7c00u;  // NaN (quiet), else infinity
+  } else if (f < (113u << 23)) {  // a half subnormal or zero: let the float adder round
+    float v, magic;
+    std::memcpy(&v, &f, 4);
+    std::memcpy(&magic, &denorm_magic, 4);
+    v += magic;
+    std::memcpy(&o, &v, 4);
+    o -= denorm_magic;
+  } else {
+    const uint32_t mant_odd = (f >> 13) & 1u;
+    f += ((15u - 127u) << 23) + 0xfffu;  // rebias the exponent, round
+    f += mant_odd;
+    o = f >> 13;
+  }
+  return static_cast<uint16_t>(o | (sign >> 16));
+}
+float float_from_half(uint16_t h) {
+  const uint32_t shifted_exp = 0x7c00u << 13;
+  uint32_t o = (h & 0x7fffu) << 13;
+  const uint32_t exp = shifted_exp & o;
+  o += (127u - 15u) << 23;
+  if (exp == shifted_exp) {
+    o += (128u - 16u) << 23;  // infinity or NaN
+  } else if (exp == 0) {      // zero or subnormal: renormalize through the float adder
+    o += 1u << 23;
+    float v, magic;
+    const uint32_t magic_bits = 113u << 23;
+    std::memcpy(&v, &o, 4);
+    std::memcpy(&magic, &magic_bits, 4);
+    v -= magic;
+    std::memcpy(&o, &v, 4);
+  }
+  o |= static_cast<uint32_t>(h & 0x8000u) << 16;
+  float out;
+  std::memcpy(&out, &o, 4);
+  return out;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx,f16c"))) void halves_from_floats_f16c(const float* s, uint16_t* d, size_t n, size_t& i) {
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+__attribute__((target("avx,f16c"))) void floats_from_halves_f16c(const uint16_t* s, float* d, size_t n, size_t& i) {
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  }
+}
+bool have_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+#endif
+
+void halves_from_floats(const float* s, uint16_t* d, size_t n) {
+  size_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (have_f16c()) halves_from_floats_f16c(s, d, n, i);
+#elif defined(__aarch64__)
+  for (; i < n; ++i) {
+    const __fp16 h = static_cast<__fp16>(s[i]);
+    std::memcpy(d + i, &h, 2);
+  }
+#endif
+  for (; i < n; ++i) d[i] = half_from_float(s[i]);
+}
+void floats_from_halves(const uint16_t* s, float* d, size_t n) {
+  size_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (have_f16c()) floats_from_halves_f16c(s, d, n, i);
+#elif defined(__aarch64__)
+  for (; i < n; ++i) {
+    __fp16 h;
+    std::memcpy(&h, s + i, 2);
+    d[i] = static_cast<float>(h);
+  }
+#endif
+  for (; i < n; ++i) d[i] = float_from_half(s[i]);
+}
 }  // namespace
 
 void to_storage(DType t, StorageType st, const void* src, void* dst, size_t n) {
   if (same_layout(t, st)) {
     std::memcpy(dst, src, n * dtype_size(t));
+    return;
+  }
+  if (t == DType::Float32 && st == StorageType::F16) {
+    halves_from_floats(static_cast<const float*>(src), static_cast<uint16_t*>(dst), n);
     return;
   }
   int32_t* out = static_cast<int32_t*>(dst);
@@ -105,6 +206,10 @@ void to_storage(DType t, StorageType st, const void* src, void* dst, size_t n) {
 void from_storage(DType t, StorageType st, const void* src, void* dst, size_t n) {
   if (same_layout(t, st)) {
     std::memcpy(dst, src, n * dtype_size(t));
+    return;
+  }
+  if (t == DType::Float32 && st == StorageType::F16) {
+    floats_from_halves(static_cast<const uint16_t*>(src), static_cast<float*>(dst), n);
     return;
   }
   const int32_t* in = static_cast<const int32_t*>(src);
