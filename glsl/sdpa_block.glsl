@@ -39,11 +39,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define ROW_LANES (THREADS / ROWS)          // invocations per row in the softmax and the output
 #define OUT_DIMS (MAX_D / ROW_LANES)        // output dims per invocation
 
-layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
-layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
-layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
-layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
-#include "sdpa_strided_params.glslh"
+#include "sdpa_strided_io.glslh"
 
 shared float q_sh[ROWS * MAX_D];      // the block's query rows, scaled
 shared float s_sh[ROWS * MAX_KEYS];   // scores, then exp(score - row max)
@@ -73,10 +69,8 @@ void main() {
   const int r0 = int(gl_WorkGroupID.x) * ROWS;
   const int rows_here = min(ROWS, rows_total - r0);
   const int head0 = kv * p.group;
-  const int q_base = p.q_strides.w + b * p.q_strides.x;
-  const int out_base = p.out_strides.w + b * p.out_strides.x;
-  const int k_base = p.k_strides.w + b * p.k_strides.x + kv * p.k_strides.y;
-  const int v_base = p.v_strides.w + b * p.v_strides.x + kv * p.v_strides.y;
+  int q_base, out_base, k_base, v_base;
+  sdpa_bases(b, kv, q_base, out_base, k_base, v_base);
   const int E = p.E, Ev = p.Ev;
   // The keys any row of the block counts (all, or causal, up to its last row's).
   const int keys_end = p.causal != 0 ? min((r0 + rows_here - 1) / p.group + 1, p.S) : p.S;

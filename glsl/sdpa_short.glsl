@@ -26,11 +26,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #define KEY_STEP 16   // elements of a key row in flight per invocation (the scores)
 #define VALUE_STEP 16  // keys' values in flight per invocation (the output; even)
 
-layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
-layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
-layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
-layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
-#include "sdpa_strided_params.glslh"
+#include "sdpa_strided_io.glslh"
 
 // 4 * (4 * 256 + 4 * 512 + 2 * 4 * 32 + 128 + 4) bytes: 13 KiB, under every device's 16 KiB.
 shared float q_s[MAX_ROWS * MAX_E];        // the block's query rows, scaled
@@ -48,10 +44,8 @@ void main() {
   const int rows_total = p.L * p.group;  // of this KV head
   const int r0 = int(gl_WorkGroupID.x) * R;
   const int head0 = kv * p.group;
-  const int q_base = p.q_strides.w + b * p.q_strides.x;
-  const int out_base = p.out_strides.w + b * p.out_strides.x;
-  const int k_base = p.k_strides.w + b * p.k_strides.x + kv * p.k_strides.y;
-  const int v_base = p.v_strides.w + b * p.v_strides.x + kv * p.v_strides.y;
+  int q_base, out_base, k_base, v_base;
+  sdpa_bases(b, kv, q_base, out_base, k_base, v_base);
   const int E = p.E, Ev = p.Ev;
 
   // Row rr of the block is query (l, g) = (r / group, r % group), r = r0 + rr, of head head0 + g.

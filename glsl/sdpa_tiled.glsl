@@ -14,11 +14,7 @@
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "common.glslh"
 
-layout(set = 0, binding = 0) writeonly buffer Out { T out_data[]; };
-layout(set = 0, binding = 1) readonly buffer Q { T q_data[]; };
-layout(set = 0, binding = 2) readonly buffer K { T k_data[]; };
-layout(set = 0, binding = 3) readonly buffer V { T v_data[]; };
-#include "sdpa_strided_params.glslh"
+#include "sdpa_strided_io.glslh"
 
 // Row r of KV head kv is query (l, g) = (r / group, r % group) of head kv * group + g.
 int q_base, k_base, v_base, out_base, head0;
@@ -40,10 +36,7 @@ void main() {
   const int rows_total = p.L * p.group;  // of this KV head
   const int r0 = block * ROWS;
   head0 = kv * p.group;
-  q_base = p.q_strides.w + b * p.q_strides.x;
-  out_base = p.out_strides.w + b * p.out_strides.x;
-  k_base = p.k_strides.w + b * p.k_strides.x + kv * p.k_strides.y;
-  v_base = p.v_strides.w + b * p.v_strides.x + kv * p.v_strides.y;
+  sdpa_bases(b, kv, q_base, out_base, k_base, v_base);
 
   if (tid < ROWS) {
     const int r = r0 + tid;

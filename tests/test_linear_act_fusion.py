@@ -53,8 +53,10 @@ def test_fp16_through_the_cooperative_matrix_kernels():
     with rt.overrides(**settings):
         out = run_pte(em.to_executorch().buffer, (x,))[0]
     shaders = chosen_shaders(em, **settings)
-    # force_fp16's casts at the boundary, and the product with its gelu between them
-    assert len(shaders) == 3 and "coop" in shaders[1] and not any("unary" in s for s in shaders), shaders
+    # The product with its gelu, then force_fp16's exit cast (102 KiB, over HOST_CASTS_KB; the 51 KiB input's
+    # entry cast is the host's).
+    assert len(shaders) == 2 and "coop" in shaders[0] and shaders[1].startswith("convert_f16_to_f32") and \
+        not any("unary" in s for s in shaders), shaders
     torch.testing.assert_close(out.float(), model(x), rtol=2e-2, atol=2e-2)
 
 

@@ -138,20 +138,31 @@ constexpr LocalSize kShortAttentionLocal{128, 1, 1};
 constexpr int64_t kShortAttentionMaxRows = 4;
 constexpr int64_t kShortAttentionMaxKeys = 512;
 constexpr int64_t kShortAttentionSharedBytes = 4 * (4 * 256 + 4 * 512 + 2 * 4 * 32 + 128 + 4);
+// A variant of a kernel that streams keys and values through shared memory in chunks: its suffix, the
+// largest head dim it holds, its chunk of keys and its shared memory.
+struct ChunkedAttention {
+  const char* suffix;
+  int64_t max_d, chunk, shared_bytes;
+};
+// The first of `variants` (smallest first) holding head dims E and Ev whose shared memory fits the device.
+template <size_t N>
+const ChunkedAttention* chunked_attention_for(const ChunkedAttention (&variants)[N], const SdpaShape& x,
+                                              const DeviceInfo& info) {
+  for (const ChunkedAttention& c : variants) {
+    if (std::max(x.E, x.Ev) <= c.max_d && c.shared_bytes <= info.max_shared_memory) return &c;
+  }
+  return nullptr;
+}
 // sdpa_coop.glslh's bounds: THREADS, ROWS, MAX_KEYS, its variants' MAX_D (head dims, multiples of
 // 8) with their chunks of keys, and their shared memory.
 constexpr LocalSize kCoopAttentionLocal{128, 1, 1};
 constexpr int64_t kCoopAttentionRows = 16;
 constexpr int64_t kCoopAttentionMaxKeys = 256;
-struct CoopAttention {
-  const char* suffix;
-  int64_t max_d, chunk;
-  int64_t shared_bytes() const {
-    return 16 * (16 * (max_d / 8 + 1) + chunk * (max_d / 8 + 1) + 16 * (kCoopAttentionMaxKeys / 4 + 1)) +
-           4 * 2 * 16 * 8;
-  }
-};
-constexpr CoopAttention kCoopAttention[] = {{"_d64", 64, 64}, {"_d128", 128, 32}};
+constexpr int64_t coop_attention_shared(int64_t max_d, int64_t chunk) {
+  return 16 * (16 * (max_d / 8 + 1) + chunk * (max_d / 8 + 1) + 16 * (kCoopAttentionMaxKeys / 4 + 1)) + 4 * 2 * 16 * 8;
+}
+constexpr ChunkedAttention kCoopAttention[] = {{"_d64", 64, 64, coop_attention_shared(64, 64)},
+                                               {"_d128", 128, 32, coop_attention_shared(128, 32)}};
 // sdpa_block.glsl's bounds: THREADS, ROWS, MAX_KEYS, its variants' MAX_D with their chunks of keys,
 // and their shared memory (float32 elements).
 constexpr LocalSize kBlockAttentionLocal{128, 1, 1};
@@ -161,24 +172,21 @@ constexpr int64_t kBlockAttentionMaxKeys = 256;
 // ViT-tiny's 150: 29.5 -> 19.7 us a layer against the short kernel; a transformer block's 40
 // (17 queries, 4 heads, batch 2): 8.6 -> 10.0, so below it the short kernel keeps it.
 constexpr int64_t kBlockAttentionMinWorkgroups = 64;
-struct BlockAttention {
-  const char* suffix;
-  int64_t max_d, chunk;
-  int64_t shared_bytes() const {
-    return 4 * (kBlockAttentionRows * max_d + kBlockAttentionRows * kBlockAttentionMaxKeys + chunk * (max_d + 1) +
-                2 * kBlockAttentionRows * (kBlockAttentionLocal[0] / kBlockAttentionRows));
-  }
-};
-constexpr BlockAttention kBlockAttention[] = {{"_d64", 64, 64}, {"_d128", 128, 32}};
+constexpr int64_t block_attention_shared(int64_t max_d, int64_t chunk) {
+  return 4 * (kBlockAttentionRows * max_d + kBlockAttentionRows * kBlockAttentionMaxKeys + chunk * (max_d + 1) +
+              2 * kBlockAttentionRows * (kBlockAttentionLocal[0] / kBlockAttentionRows));
+}
+constexpr ChunkedAttention kBlockAttention[] = {{"_d64", 64, 64, block_attention_shared(64, 64)},
+                                                {"_d128", 128, 32, block_attention_shared(128, 32)}};
 
 // The strided kernels (all without a mask): the tiled kernel, the short kernel, the block kernel
 // and its twin on cooperative matrices.
 enum class StridedKernel { None, Tiled, Short, Coop, Block };
 struct SdpaChoice {
   StridedKernel kernel;
-  const TiledAttention* tiled = nullptr;  // Tiled: its configuration
-  const CoopAttention* coop = nullptr;    // Coop: its variant
-  const BlockAttention* block = nullptr;  // Block: its variant
+  const TiledAttention* tiled = nullptr;    // Tiled: its configuration
+  const ChunkedAttention* coop = nullptr;   // Coop: its variant
+  const ChunkedAttention* block = nullptr;  // Block: its variant
 };
 
 // The short kernel applies to these planned sizes on this device.
@@ -191,7 +199,7 @@ bool short_attention_fits(ComputeGraph& g, const SdpaShape& planned) {
 
 // Why the cooperative-matrix kernel `c` cannot take the current sizes (its 16-byte loads and stores need
 // head dims of multiples of 8; every layout here then has rows and offsets of multiples of 8), or "".
-std::string coop_attention_unfit(const SdpaShape& x, const CoopAttention& c) {
+std::string coop_attention_unfit(const SdpaShape& x, const ChunkedAttention& c) {
   if (x.S > kCoopAttentionMaxKeys) return "more than " + std::to_string(kCoopAttentionMaxKeys) + " keys";
   if (x.E > c.max_d || x.Ev > c.max_d) return "head dims above " + std::to_string(c.max_d);
   if (x.E % 8 != 0 || x.Ev % 8 != 0) return "head dims not multiples of 8";
@@ -207,32 +215,27 @@ bool coop_layout_aligned(const SdpaLayout& y) {
 }
 // The cooperative-matrix kernel for half attention at these planned sizes on this device (the smallest
 // variant that holds the head dims and fits its shared memory), or none.
-const CoopAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planned, DType dtype) {
+const ChunkedAttention* coop_attention_for(ComputeGraph& g, const SdpaShape& planned, DType dtype) {
   const DeviceInfo& info = g.context().info();
   if (dtype != DType::Float16 || kCoopAttentionLocal[0] > info.max_workgroup_invocations ||
       std::max({ceil_div(planned.L * planned.group, kCoopAttentionRows), planned.kv_heads, planned.batch}) > 65535) {
     return nullptr;
   }
   if (coopmat_f16_base(g, "sdpa_coop").empty()) return nullptr;
-  for (const CoopAttention& c : kCoopAttention) {
-    if (coop_attention_unfit(planned, c).empty() && c.shared_bytes() <= info.max_shared_memory) return &c;
-  }
-  return nullptr;
+  const ChunkedAttention* c = chunked_attention_for(kCoopAttention, planned, info);
+  return c && coop_attention_unfit(planned, *c).empty() ? c : nullptr;
 }
 
 // The block kernel (sdpa_block.glsl) at these planned sizes on this device: up to
 // kBlockAttentionMaxKeys keys, the smallest variant that holds the head dims and fits its shared
 // memory; or none.
-const BlockAttention* block_attention_for(ComputeGraph& g, const SdpaShape& planned) {
+const ChunkedAttention* block_attention_for(ComputeGraph& g, const SdpaShape& planned) {
   const DeviceInfo& info = g.context().info();
   if (planned.S > kBlockAttentionMaxKeys || kBlockAttentionLocal[0] > info.max_workgroup_invocations ||
       std::max({ceil_div(planned.L * planned.group, kBlockAttentionRows), planned.kv_heads, planned.batch}) > 65535) {
     return nullptr;
   }
-  for (const BlockAttention& c : kBlockAttention) {
-    if (std::max(planned.E, planned.Ev) <= c.max_d && c.shared_bytes() <= info.max_shared_memory) return &c;
-  }
-  return nullptr;
+  return chunked_attention_for(kBlockAttention, planned, info);
 }
 
 // sdpa without a mask through strides: `choice`'s kernel. A block of the short kernel's query rows
@@ -242,8 +245,8 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
                       bool causal, bool has_scale, double scale_arg) {
   const int q = tensors.at(1);
   const TiledAttention* tiled = choice.tiled;
-  const CoopAttention* coop = choice.coop;
-  const BlockAttention* block = choice.block;
+  const ChunkedAttention* coop = choice.coop;
+  const ChunkedAttention* block = choice.block;
   const StridedKernel kind = choice.kernel;
   std::string shader = "sdpa_short";
   LocalSize local = kShortAttentionLocal;
@@ -322,7 +325,7 @@ void add_sdpa_strided(ComputeGraph& g, const SdpaChoice& choice, std::vector<int
 // one wherever it applies: "rows" none.
 SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype, const std::string& forced) {
   if (forced == "rows") return {StridedKernel::None};
-  const CoopAttention* coop = coop_attention_for(g, planned, dtype);
+  const ChunkedAttention* coop = coop_attention_for(g, planned, dtype);
   if (coop && (forced.empty() || forced == "coop")) return {StridedKernel::Coop, nullptr, coop};
   const TiledAttention* tiled = tiled_attention_for(g, planned.E, planned.Ev);
   const int64_t blocks = tiled ? ceil_div(planned.L * planned.group, tiled->rows) : 0;
@@ -331,7 +334,7 @@ SdpaChoice choose_strided(ComputeGraph& g, const SdpaShape& planned, DType dtype
   const bool pays = planned.L >= kSdpaTiledMinQueries &&
                     blocks * planned.kv_heads * planned.batch >= kSdpaTiledMinWorkgroups;
   if (tiled && grid_fits && (forced == "tiled" || (forced.empty() && pays))) return {StridedKernel::Tiled, tiled, nullptr};
-  const BlockAttention* block = block_attention_for(g, planned);
+  const ChunkedAttention* block = block_attention_for(g, planned);
   const bool block_pays = g.context().info().type != "cpu" &&
                           ceil_div(planned.L * planned.group, kBlockAttentionRows) * planned.kv_heads * planned.batch >=
                               kBlockAttentionMinWorkgroups;
