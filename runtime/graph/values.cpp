@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -140,8 +141,16 @@ __attribute__((target("avx,f16c"))) void floats_from_halves_f16c(const uint16_t*
     _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
   }
 }
+// CPUID's F16C and AVX bits, and the OS saving the AVX registers (XGETBV; clang's __builtin_cpu_supports
+// knows no "f16c").
 bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX) || !(c & bit_F16C)) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u;  // XMM and YMM state
+  }();
   return yes;
 }
 #endif
