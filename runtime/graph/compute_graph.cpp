@@ -128,6 +128,31 @@ T present(const flatbuffers::Optional<T>& field, const std::string& where) {
   if (!field.has_value()) throw GraphError(where + ": scalar value without its field (corrupted)");
   return *field;
 }
+
+bool is_cast_op(const std::string& name) {
+  return name == "aten._to_copy.default" || name == "dim_order_ops._to_dim_order_copy.default";
+}
+// How many times each value is an argument of an op of the chain (list items counted), and the op that
+// writes each (its last argument), or -1.
+void count_uses(const fbs::VkGraph* graph, const std::vector<Value>& values, std::vector<int>& uses,
+                std::vector<int>& writer) {
+  uses.assign(values.size(), 0);
+  writer.assign(values.size(), -1);
+  const auto* chain = graph->chain();
+  for (uint32_t i = 0; chain && i < chain->size(); ++i) {
+    const auto* args = chain->Get(i)->args();
+    if (!args || args->size() == 0) continue;
+    for (uint32_t a = 0; a < args->size(); ++a) {
+      const int id = args->Get(a);  // in range: check_dataflow
+      if (const auto* list = std::get_if<ValueList>(&values[id])) {
+        for (int item : list->ids) ++uses[item];
+      } else {
+        ++uses[id];
+      }
+    }
+    writer[args->Get(args->size() - 1)] = static_cast<int>(i);
+  }
+}
 }  // namespace
 
 void ComputeGraph::parse(const uint8_t* blob, size_t size) {
@@ -366,9 +391,11 @@ void ComputeGraph::parse(const uint8_t* blob, size_t size) {
     throw GraphError("a constant belongs to no tensor");
   }
   check_dataflow(graph);
-  plan_input_host_casts(graph);
+  std::vector<int> uses, writer;  // of each value (count_uses): the host casts' plans read them
+  count_uses(graph, values_, uses, writer);
+  plan_input_host_casts(graph, uses);
   build_ops(graph);
-  plan_output_host_casts(graph);
+  plan_output_host_casts(graph, uses, writer);
   check_memory_plan(graph);
   check_perturbation();
   for (int id : output_ids_) {
@@ -518,40 +545,12 @@ void ComputeGraph::check_memory_plan(const void* fb_graph) {
   }
 }
 
-namespace {
-bool is_cast_op(const std::string& name) {
-  return name == "aten._to_copy.default" || name == "dim_order_ops._to_dim_order_copy.default";
-}
-// How many times each value is an argument of an op of the chain (list items counted), and the op that
-// writes each (its last argument), or -1.
-void count_uses(const fbs::VkGraph* graph, const std::vector<Value>& values, std::vector<int>& uses,
-                std::vector<int>& writer) {
-  uses.assign(values.size(), 0);
-  writer.assign(values.size(), -1);
-  const auto* chain = graph->chain();
-  for (uint32_t i = 0; chain && i < chain->size(); ++i) {
-    const auto* args = chain->Get(i)->args();
-    if (!args || args->size() == 0) continue;
-    for (uint32_t a = 0; a < args->size(); ++a) {
-      const int id = args->Get(a);  // in range: check_dataflow
-      if (const auto* list = std::get_if<ValueList>(&values[id])) {
-        for (int item : list->ids) ++uses[item];
-      } else {
-        ++uses[id];
-      }
-    }
-    writer[args->Get(args->size() - 1)] = static_cast<int>(i);
-  }
-}
-}  // namespace
 
-void ComputeGraph::plan_input_host_casts(const void* fb_graph) {
+void ComputeGraph::plan_input_host_casts(const void* fb_graph, const std::vector<int>& uses) {
   const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
   const VkDeviceSize limit = static_cast<VkDeviceSize>(settings_.host_casts_kb) * 1024;
   const auto* chain = graph->chain();
   if (limit == 0 || !chain) return;
-  std::vector<int> uses, writer;
-  count_uses(graph, values_, uses, writer);
   const auto is_io = [this](int id) {
     return std::count(input_ids_.begin(), input_ids_.end(), id) + std::count(output_ids_.begin(), output_ids_.end(), id);
   };
@@ -571,12 +570,11 @@ void ComputeGraph::plan_input_host_casts(const void* fb_graph) {
   }
 }
 
-void ComputeGraph::plan_output_host_casts(const void* fb_graph) {
+void ComputeGraph::plan_output_host_casts(const void* fb_graph, const std::vector<int>& uses,
+                                          const std::vector<int>& writer) {
   const auto* graph = static_cast<const fbs::VkGraph*>(fb_graph);
   const VkDeviceSize limit = static_cast<VkDeviceSize>(settings_.host_casts_kb) * 1024;
   if (limit == 0) return;
-  std::vector<int> uses, writer;
-  count_uses(graph, values_, uses, writer);
   const auto* chain = graph->chain();
   for (int out : output_ids_) {
     Tensor& z = std::get<Tensor>(values_[out]);

@@ -249,8 +249,9 @@ class ComputeGraph {
   // dispatch); a float32 output made by a cast from float16 is stored as halves and the cast's input
   // lives in its storage (after build_ops: the cast's dispatch is dropped). copy_input and copy_output
   // convert.
-  void plan_input_host_casts(const void* fb_graph);
-  void plan_output_host_casts(const void* fb_graph);
+  // `uses`: how many times each value is an op's argument; `writer`: the op that writes it, or -1.
+  void plan_input_host_casts(const void* fb_graph, const std::vector<int>& uses);
+  void plan_output_host_casts(const void* fb_graph, const std::vector<int>& uses, const std::vector<int>& writer);
   void build_ops(const void* fb_graph);
   void allocate();
   void check_memory_fits(const std::vector<bool>& used) const;
