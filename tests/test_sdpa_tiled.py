@@ -69,6 +69,19 @@ def check(q, k, v, shader, mask=None, settings=None, **kwargs):
     torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=tolerance, rtol=tolerance)
 
 
+def check_replays(q, k, v, shader, settings=None):
+    """The kernel `shader` chosen at the upper bounds (q, k, v: causal, grouped heads, every L and S dynamic)
+    also runs what resizes give: the bounds, fewer queries and keys than a block or tile, a single query."""
+    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **(settings or {}))
+    assert [s for _, s in graph.dispatches()] == [shader + ("_f16" if q.dtype == torch.float16 else "_f32")]
+    tolerance = 1e-5 if q.dtype == torch.float32 else 2e-3
+    for L, S in ((q.shape[-2], k.shape[-2]), (5, 7), (1, 1), (33, 40)):
+        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
+        (out,) = graph.run([t.contiguous().numpy() for t in args])
+        expected = F.scaled_dot_product_attention(*(t.float() for t in args), is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=tolerance, rtol=tolerance)
+
+
 def qkv(lead, heads, L, S, E, kv_heads=None, Ev=None, dtype=torch.float32):
     """q [*lead, heads, L, E], k and v [*lead, kv_heads, S, E or Ev]; heads None: no heads dim."""
     h, kh = ((heads,), (kv_heads or heads,)) if heads is not None else ((), ())
@@ -113,13 +126,7 @@ def test_sizes_below_the_planned_ones_replay_the_tiled_kernel():
     the threshold, fewer keys than a tile, a single query."""
     torch.manual_seed(1)
     q, k, v = qkv((1,), 4, 48, 40, 16, kv_heads=2, Ev=12)
-    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **TILED)
-    assert [s for _, s in graph.dispatches()] == ["sdpa_tiled_d64_f32"]
-    for L, S in ((48, 40), (5, 7), (1, 1), (33, 40)):
-        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
-        (out,) = graph.run([t.contiguous().numpy() for t in args])
-        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
-        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
+    check_replays(q, k, v, "sdpa_tiled_d64", TILED)
 
 
 ROW_KERNEL_CASES = [
@@ -261,13 +268,7 @@ def test_sizes_below_the_planned_ones_replay_the_coop_kernel():
     torch.manual_seed(9)
     q, k, v = qkv((1,), 4, 60, 70, 16, kv_heads=2, Ev=24, dtype=torch.float16)
     settings, shader = coop_kernel()
-    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **settings)
-    assert [s for _, s in graph.dispatches()] == [shader + "_d64_f16"]
-    for L, S in ((60, 70), (5, 7), (1, 1), (33, 40)):
-        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
-        (out,) = graph.run([t.contiguous().numpy() for t in args])
-        expected = F.scaled_dot_product_attention(*(t.float() for t in args), is_causal=True, enable_gqa=True)
-        torch.testing.assert_close(torch.from_numpy(out).float(), expected, atol=2e-3, rtol=2e-3)
+    check_replays(q, k, v, shader + "_d64", settings)
 
 
 BLOCK_CASES = [
@@ -323,13 +324,7 @@ def test_sizes_below_the_planned_ones_replay_the_block_kernel():
     block, fewer keys than a chunk, a single query."""
     torch.manual_seed(12)
     q, k, v = qkv((1,), 4, 60, 70, 16, kv_heads=2, Ev=24)
-    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True, **BLOCK)
-    assert [s for _, s in graph.dispatches()] == ["sdpa_block_d64_f32"]
-    for L, S in ((60, 70), (5, 7), (1, 1), (33, 40)):
-        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
-        (out,) = graph.run([t.contiguous().numpy() for t in args])
-        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
-        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
+    check_replays(q, k, v, "sdpa_block_d64", BLOCK)
 
 
 def test_short_kernel_forced_where_the_tiled_one_pays():
@@ -344,10 +339,4 @@ def test_sizes_below_the_planned_ones_replay_the_short_kernel():
     chosen again for the smaller grid)."""
     torch.manual_seed(5)
     q, k, v = qkv((1,), 4, 60, 40, 16, kv_heads=2, Ev=12)
-    graph, _ = sdpa_graph(q, k, v, is_causal=True, enable_gqa=True, dynamic=True)
-    assert [s for _, s in graph.dispatches()] == ["sdpa_short_f32"]
-    for L, S in ((60, 40), (5, 7), (1, 1), (33, 40)):
-        args = (q[:, :, :L], k[:, :, :S], v[:, :, :S])
-        (out,) = graph.run([t.contiguous().numpy() for t in args])
-        expected = F.scaled_dot_product_attention(*args, is_causal=True, enable_gqa=True)
-        torch.testing.assert_close(torch.from_numpy(out), expected, atol=1e-5, rtol=1e-5)
+    check_replays(q, k, v, "sdpa_short")
