@@ -108,13 +108,13 @@ layout(set = 0, binding = ROPE_BINDING + 3) readonly buffer Sin4 { T4 sin4[]; };
 #endif
 #include "fault.glslh"
 #include "sdpa_kv_params.glslh"
+#if COMBINE
+#include "last_arrival.glslh"
+#endif
 
 shared vec4 q_s[QUERY_VEC4S];                  // [head, E / 4]: the scaled queries
 shared vec4 kv_s[WG * VALUE_PER_INVOCATION];   // [head / 4, invocation]: dot parts; then [key, Ev / 4]: values
 shared float score_s[SCORES];                  // [head, key]
-#if COMBINE
-shared bool last_s;
-#endif
 
 // The 4-vector e4 of the row of `len` elements at element `base` (zeros past the row's end).
 #define DEFINE_LOAD4(name, data, data4)                                                         \
@@ -375,17 +375,7 @@ void main() {
 #if COMBINE
   // Count this chunk done; the last of the live chunks combines them.
   const int live = position / p.chunk + 1;
-  memoryBarrierBuffer();
-  barrier();
-  if (tid == 0) {
-    const int at = bt * (p.heads / hp) + hb;
-    const bool last = atomicAdd(counter[at], 1) == live - 1;
-    if (last) atomicExchange(counter[at], 0);  // every live chunk has counted: back to 0 for the next execute
-    last_s = last;
-  }
-  barrier();
-  if (!last_s) return;  // uniform
-  memoryBarrierBuffer();
+  if (!last_arrival(bt * (p.heads / hp) + hb, live)) return;  // uniform
   [[unroll]] for (int r = 0; r < OUT_PER_INVOCATION; ++r) {
     const int o = tid + r * WG;
     if (o < outputs) {
