@@ -23,11 +23,10 @@
 // (the "16u" variants) is slower, kept to compare.
 // Split-K (the _sk variants, SPLITK=1): workgroup z runs K slice z / batch,
 // [slice * k_chunk, + k_chunk), of batch z % batch and writes its raw sums to
-// row block z of a scratch [splits * batch, M, N] (binding 4); the last of a
-// tile's slices to finish (last_arrival.glslh, a counter per tile at binding 5)
-// adds the tile's slices in order and applies the epilogue into the output, so
-// that no second dispatch is needed. k_chunk is a multiple of BK, so the vec4
-// loads stay aligned; empty slices (K below splits * BK) write zeros.
+// row block z of binding 0, a scratch [splits * batch, M, N] (the host sets
+// alpha 1 and no bias); matmul_splitk_reduce.glsl adds the slices and applies
+// alpha, beta and the bias. k_chunk is a multiple of BK, so the vec4 loads stay
+// aligned; empty slices (K below splits * BK) write zeros.
 // A variant of its own, so that the products without a split keep their code (K
 // bound and batch from the parameters, loop start 0).
 // variant matmul_tiled_nb: B_KMAJOR=0 BK=8 UNROLL=0 SPLITK=0
@@ -36,9 +35,8 @@
 // variant matmul_tiledu_kb: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=0
 // variant matmul_tiled16u_nb: B_KMAJOR=0 BK=16 UNROLL=1 SPLITK=0
 // variant matmul_tiled16u_kb: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=0
-// The _res variants add a residual (matmul_params.glslh) after the activation; only linears
-// (kb) take them. The _ln variants (LN_A=1, et_vk.vkd_ln_linear) layer-norm A's rows over K as
-// they fetch them: each workgroup first finds its tile rows' mean and 1 / std (ln_prologue).
+// The _res variants (no split: the reduce adds it there) add a residual (matmul_params.glslh)
+// after the activation; only linears (kb) take them.
 // variant matmul_tiled_kb_res: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=0 RESIDUAL=1
 // variant matmul_tiledu_kb_res: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=0 RESIDUAL=1
 // variant matmul_tiled16u_kb_res: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=0 RESIDUAL=1
@@ -48,15 +46,6 @@
 // variant matmul_tiledu_sk_kb: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=1
 // variant matmul_tiled16u_sk_nb: B_KMAJOR=0 BK=16 UNROLL=1 SPLITK=1
 // variant matmul_tiled16u_sk_kb: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=1
-// variant matmul_tiled_sk_kb_res: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=1 RESIDUAL=1
-// variant matmul_tiledu_sk_kb_res: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=1 RESIDUAL=1
-// variant matmul_tiled16u_sk_kb_res: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=1 RESIDUAL=1
-// variant matmul_tiled_kb_ln: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=0 LN_A=1
-// variant matmul_tiledu_kb_ln: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=0 LN_A=1
-// variant matmul_tiled16u_kb_ln: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=0 LN_A=1
-// variant matmul_tiled_sk_kb_ln: B_KMAJOR=1 BK=8 UNROLL=0 SPLITK=1 LN_A=1
-// variant matmul_tiledu_sk_kb_ln: B_KMAJOR=1 BK=8 UNROLL=1 SPLITK=1 LN_A=1
-// variant matmul_tiled16u_sk_kb_ln: B_KMAJOR=1 BK=16 UNROLL=1 SPLITK=1 LN_A=1
 // dtypes: f32
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -78,26 +67,7 @@ layout(set = 0, binding = 1) restrict readonly buffer A4 { vec4 a4[]; };
 layout(set = 0, binding = 2) restrict readonly buffer B { float b_data[]; };
 layout(set = 0, binding = 2) restrict readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 3) restrict readonly buffer Bias { float bias_data[]; };
-#if SPLITK
-// The slices' raw sums, written by each and read by the tile's last: coherent (last_arrival.glslh).
-layout(set = 0, binding = 4) coherent buffer Part { float part_data[]; };
-layout(set = 0, binding = 4) coherent buffer Part4 { vec4 part4[]; };
-layout(set = 0, binding = 5) coherent buffer Counter { int counter[]; };
-#include "last_arrival.glslh"
-#define LN_BINDING 6
-#else
-#define LN_BINDING 4
-#endif
-#if LN_A
-// The norm's weight and bias (bound to A where absent; p.ln_affine says which are).
-layout(set = 0, binding = LN_BINDING) restrict readonly buffer LnWeight { float ln_w[]; };
-layout(set = 0, binding = LN_BINDING) restrict readonly buffer LnWeight4 { vec4 ln_w4[]; };
-layout(set = 0, binding = LN_BINDING + 1) restrict readonly buffer LnBias { float ln_b[]; };
-layout(set = 0, binding = LN_BINDING + 1) restrict readonly buffer LnBias4 { vec4 ln_b4[]; };
-#define PARAMS_BINDING (LN_BINDING + 2)
-#else
-#define PARAMS_BINDING LN_BINDING
-#endif
+#define PARAMS_BINDING 4
 #include "matmul_params.glslh"
 
 const uint WX = gl_WorkGroupSize.x;
@@ -160,72 +130,6 @@ vec4 load_b(int b_base, int k, int n) {
 }
 #endif
 
-// 1.0 for each of k .. k + 3 before `end`, else 0.0.
-vec4 before(int k, int end) { return vec4(lessThan(ivec4(k) + ivec4(0, 1, 2, 3), ivec4(end))); }
-
-#if LN_A
-// The tile rows' mean and 1 / std over all of K (x, y).
-shared vec2 ln_stat[TM];
-shared vec2 ln_sums[NT];
-// The vec4 of A's row (at element `row`) from column k, to K: the whole row, whatever slice of K the
-// workgroup multiplies (zeros past K).
-vec4 ln_load(int row, int k) {
-  if (k >= p.K) return vec4(0.0);
-  if (p.aligned != 0) return a4[(row + k) >> 2];
-  vec4 v = vec4(0.0);
-  for (int j = 0; j < 4 && k + j < p.K; ++j) v[j] = a_data[row + k + j];
-  return v;
-}
-
-// WX / 8 invocations a row (WX is 8 or 16), TM rows: one row each. The sums around the row's first
-// element (single pass, exact for rows far from zero) as layer_norm.glsl's two passes would give:
-// var = E[(x - c)^2] - E[x - c]^2; 8 independent loads in flight.
-void ln_prologue(int a_base, int m0, uint tid) {
-  const uint lanes = WX / 8, r = tid / lanes;
-  const int lane = int(tid % lanes), m = m0 + int(r);
-  vec2 sums = vec2(0.0);
-  float c = 0.0;
-  if (m < p.M && p.K > 0) {
-    const int row = a_base + m * p.a_sm;
-    c = a_data[row];
-    const int step = int(lanes) * 4;
-    for (int k0 = lane * 4; k0 < p.K; k0 += 8 * step) {
-      vec4 x[8];
-      [[unroll]] for (int i = 0; i < 8; ++i) x[i] = ln_load(row, k0 + i * step);
-      [[unroll]] for (int i = 0; i < 8; ++i) {
-        const vec4 d = (x[i] - c) * before(k0 + i * step, p.K);
-        sums += vec2(d.x + d.y + d.z + d.w, dot(d, d));
-      }
-    }
-  }
-  ln_sums[tid] = sums;
-  barrier();
-  if (lane == 0) {
-    for (uint i = 1; i < lanes; ++i) sums += ln_sums[tid + i];
-    const float mean = sums.x / float(p.K);
-    const float var = max(sums.y / float(p.K) - mean * mean, 0.0);
-    ln_stat[r] = vec2(c + mean, inversesqrt(var + p.ln_eps));
-  }
-  barrier();
-}
-
-// The vec4 of the norm's weight or bias at k .. k + 3 (1 or 0 where absent).
-vec4 ln_affine_at(int k, bool bias) {
-  if ((p.ln_affine & (bias ? 2 : 1)) == 0) return vec4(bias ? 0.0 : 1.0);
-  if (p.aligned != 0) return bias ? ln_b4[k >> 2] : ln_w4[k >> 2];
-  vec4 v = vec4(0.0);
-  for (int j = 0; j < 4 && k + j < p.K; ++j) v[j] = bias ? ln_b[k + j] : ln_w[k + j];
-  return v;
-}
-
-// The normed vec4 of tile row r, columns k .. k + 3 (zeros outside, as load_a).
-vec4 ln_apply(vec4 v, uint r, int m, int k) {
-  if (m >= p.M || k >= K_END) return vec4(0.0);
-  const vec2 st = ln_stat[r];
-  return ((v - st.x) * st.y * ln_affine_at(k, false) + ln_affine_at(k, true)) * before(k, K_END);
-}
-#endif
-
 // Element e (in vec4 units) of the A tile: row e / (BK/4), k quad e % (BK/4).
 #define A_ROW(e) int((e) / (BK / 4))
 #define A_KQ(e) int((e) % (BK / 4))
@@ -265,12 +169,7 @@ void store_b(uint buf, uint e, vec4 v) {
 
 vec4 fetch_a(int a_base, int m0, int k0, uint e) {
   if (e >= TM * BK / 4) return vec4(0.0);
-  const int m = m0 + A_ROW(e), k = k0 + A_KQ(e) * 4;
-#if LN_A
-  return ln_apply(load_a(a_base, m, k), uint(A_ROW(e)), m, k);
-#else
-  return load_a(a_base, m, k);
-#endif
+  return load_a(a_base, m0 + A_ROW(e), k0 + A_KQ(e) * 4);
 }
 
 // Writes 4 outputs of row m from column n.
@@ -293,32 +192,6 @@ void store4(int b, int m, int n, vec4 v) {
   }
 }
 
-#if SPLITK
-// The slices' row blocks in the scratch: [splits * batch, M, N].
-int part_at(int zs, int m, int n) { return (zs * p.M + m) * p.N + n; }
-
-// Writes this slice's raw sums of row m from column n (a multiple of 4) into its row block zs.
-void store_part(int zs, int m, int n, vec4 v) {
-  if (m >= p.M || n >= p.N) return;
-  const int o = part_at(zs, m, n);
-  if ((p.N & 3) == 0) {
-    part4[o >> 2] = v;
-    return;
-  }
-  for (int j = 0; j < 4 && n + j < p.N; ++j) part_data[o + j] = v[j];
-}
-
-// Row block zs's sums of row m from column n (zeros outside).
-vec4 load_part(int zs, int m, int n) {
-  if (m >= p.M || n >= p.N) return vec4(0.0);
-  const int o = part_at(zs, m, n);
-  if ((p.N & 3) == 0) return part4[o >> 2];
-  vec4 v = vec4(0.0);
-  for (int j = 0; j < 4 && n + j < p.N; ++j) v[j] = part_data[o + j];
-  return v;
-}
-#endif
-
 #define DECL4(P) vec4 P##0 = vec4(0.0), P##1 = vec4(0.0), P##2 = vec4(0.0), P##3 = vec4(0.0)
 // Rows a.x .. a.w of block P times the 4 columns bv.
 #define FMA4(P, a, bv)                 \
@@ -332,17 +205,6 @@ vec4 load_part(int zs, int m, int n) {
   store4(z, M + 1, N, P##1);           \
   store4(z, M + 2, N, P##2);           \
   store4(z, M + 3, N, P##3)
-#define STORE_PART4(P, M, N)             \
-  store_part(z, M + 0, N, P##0);         \
-  store_part(z, M + 1, N, P##1);         \
-  store_part(z, M + 2, N, P##2);         \
-  store_part(z, M + 3, N, P##3)
-// Row block zs's sums into block P (SET: =, or += for the slices after the first).
-#define LOAD_PART4(P, SET, zs, M, N)          \
-  P##0 SET load_part(zs, M + 0, N);           \
-  P##1 SET load_part(zs, M + 1, N);           \
-  P##2 SET load_part(zs, M + 2, N);           \
-  P##3 SET load_part(zs, M + 3, N)
 
 void main() {
   const uint tid = gl_LocalInvocationID.y * WX + gl_LocalInvocationID.x;
@@ -365,7 +227,7 @@ void main() {
   const int m0 = int(tm * TM);
   const int n0 = int(tn * TN);
   // z: batch b, or slice z / batch of batch b with split-K (outputs at row block z).
-  int z = int(gl_WorkGroupID.z);
+  const int z = int(gl_WorkGroupID.z);
 #if SPLITK
   const int b = z % p.batch;
   const int k_begin = (z / p.batch) * p.k_chunk;
@@ -383,9 +245,6 @@ void main() {
   DECL4(c10_);
   DECL4(c11_);
 
-#if LN_A
-  ln_prologue(a_base, m0, tid);
-#endif
   // Step 0 into buffer 0.
   vec4 pa0 = fetch_a(a_base, m0, k_begin, tid);
   vec4 pb0 = fetch_b(b_base, n0, k_begin, tid);
@@ -444,30 +303,6 @@ void main() {
 
   const int mr = m0 + int(ty * 4), nc = n0 + int(tx * 4);
   const int mh = int(TM / 2), nh = int(TN / 2);
-#if SPLITK
-  STORE_PART4(c00_, mr, nc);
-  STORE_PART4(c01_, mr, nc + nh);
-  STORE_PART4(c10_, mr + mh, nc);
-  STORE_PART4(c11_, mr + mh, nc + nh);
-  // The tile's last slice adds them all, slice 0 first (the order does not depend on which is last).
-  const int splits = int(gl_NumWorkGroups.z) / p.batch;
-  if (!last_arrival(int((b * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x),
-                    splits)) {
-    return;
-  }
-  LOAD_PART4(c00_, =, b, mr, nc);
-  LOAD_PART4(c01_, =, b, mr, nc + nh);
-  LOAD_PART4(c10_, =, b, mr + mh, nc);
-  LOAD_PART4(c11_, =, b, mr + mh, nc + nh);
-  for (int s = 1; s < splits; ++s) {
-    const int zs = s * p.batch + b;
-    LOAD_PART4(c00_, +=, zs, mr, nc);
-    LOAD_PART4(c01_, +=, zs, mr, nc + nh);
-    LOAD_PART4(c10_, +=, zs, mr + mh, nc);
-    LOAD_PART4(c11_, +=, zs, mr + mh, nc + nh);
-  }
-  z = b;  // the output's batch
-#endif
   STORE4(c00_, mr, nc);
   STORE4(c01_, mr, nc + nh);
   STORE4(c10_, mr + mh, nc);

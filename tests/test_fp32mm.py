@@ -3,8 +3,8 @@ configuration the host can pick (forced with the setting TILED_MM), on shapes th
 its edges: M, N, K not multiples of the tile or of BK, K below BK, unaligned K or N
 (scalar loads and stores), bias with alpha/beta, B contiguous in n (mm, bmm, addmm) or
 in k (linear). The op samples in op_registry.py cover the default selection.
-Split-K (MM_SPLITK=n: slices of K into a scratch, the last slice of each tile adding
-them in the same dispatch): slice counts that do not divide K, K below the slice
+Split-K (MM_SPLITK=n: slices of K into a scratch, then
+matmul_splitk_reduce.glsl): slice counts that do not divide K, K below the slice
 count, bmm, linear with bias on 3-D inputs, addmm's alpha/beta, infinities; each
 test proves from the shaders that ran that the split ran."""
 import pytest
@@ -86,11 +86,12 @@ def check_split(module, inputs, products, expect_split=True, scales=None, key=No
     run = run_forcing(module.eval(), inputs, edge_manager=em, **settings)
     shaders = run.shaders
     tiled = [s for s in shaders if s.startswith("matmul_tiled")]
+    reduces = shaders.count("matmul_splitk_reduce_f32")
     if expect_split:
-        assert len(tiled) == products, shaders
+        assert len(tiled) == products and reduces == products, shaders
         assert all("_sk_" in s for s in tiled), shaders
     else:
-        assert not any("_sk_" in s for s in tiled), shaders
+        assert reduces == 0 and not any("_sk_" in s for s in tiled), shaders
     refs = module(*inputs)
     for out, ref, scale in zip(run.outputs, refs, scales or [1.0] * len(refs)):
         torch.testing.assert_close(out / scale, ref / scale, **TOLERANCES["matmul"], equal_nan=True)
@@ -181,7 +182,7 @@ def test_splitk_dynamic_shapes():
     em = lower(module, example, options={"require_dynamic_shapes": True},
                dynamic_shapes=({0: m}, {1: m, 2: k}, {1: k}))
     run = run_forcing(module, example, edge_manager=em, MM_SPLITK=4)
-    assert sum("_sk_" in s for s in run.shaders) == 2, run.shaders
+    assert run.shaders.count("matmul_splitk_reduce_f32") == 2, run.shaders
     method = run.method
     for rows, depth in [(70, 64), (5, 3), (33, 17), (70, 64), (1, 40)]:
         inputs = (torch.randn(rows, 40), torch.randn(2, rows, depth), torch.randn(2, depth, 33))

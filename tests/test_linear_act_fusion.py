@@ -95,7 +95,7 @@ KERNEL_PATHS = [
     ("tiled_no_bias_f32", torch.float32, 37, 40, None, False, dict(TILED_MM="8,8,8", MM_SPLITK=1),
      ["matmul_tiledu_kb_res_f32"]),
     ("splitk_f32", torch.float32, 37, 40, _gelu_tanh, True, dict(TILED_MM="8,8,8", MM_SPLITK=3),
-     ["matmul_tiledu_sk_kb_res_f32"]),
+     ["matmul_tiledu_sk_kb_f32", "matmul_splitk_reduce_res_f32"]),
     ("gemv_f16", torch.float16, 1, 37, None, True, {}, ["gemv_res_f16"]),
     ("matmul_f16", torch.float16, 37, 40, torch.relu, True, dict(NO_COOPMAT=True, GEMV_MAX_ROWS=1),
      ["matmul_res_f16"]),

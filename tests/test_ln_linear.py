@@ -2,9 +2,8 @@
 before its qkv projection and before its first FFN linear) runs as et_vk.vkd_ln_linear. In float16 on a
 device with cooperative matrices the product's kernel normalizes the rows as it fetches them
 (matmul_coop.glslh: LN_A; on lavapipe its emulated twin, the setting COOPMAT_EMULATE), one dispatch, and so does
-gemv.glsl's _ln variant for few rows in any float dtype, and matmul_tiled.glsl's for float32 products of many rows;
-elsewhere (no cooperative matrices, rows that are not multiples of 8 halves, matmul.glsl) the runtime runs the layer
-norm's kernel first. Look-alikes (a norm output used twice, a residual after the linear) keep their ops. Results
+gemv.glsl's _ln variant for few rows in any float dtype; elsewhere (float32, no cooperative matrices, rows that are
+not multiples of 8 halves) the runtime runs the layer norm's kernel first. Look-alikes (a norm output used twice, a residual after the linear) keep their ops. Results
 match eager."""
 import torch
 
@@ -73,23 +72,6 @@ def test_few_rows_normalize_in_gemv():
                 model.linear.float()(model.norm.float()(x.float()).half().float())
             ref = torch.nn.functional.gelu(ref) if dtype == torch.float16 else ref
             torch.testing.assert_close(run.outputs[0].float(), ref, rtol=tolerance, atol=tolerance)
-
-
-def test_float32_norm_in_the_tiled_kernel():
-    """matmul_tiled.glsl's _ln variants (float32 products of many rows): each workgroup finds its rows'
-    statistics over all of K, whatever slice of K it multiplies, then normalizes A as it fetches it; one
-    dispatch with or without a split of K. K not a multiple of 4 (scalar loads), partial tiles, two
-    invocations a row (16 x 8), tiles of 128 rows, rows far from zero, each affine combination, gelu."""
-    torch.manual_seed(7)
-    cases = (("8,8,8", 3, 37, 29, (3, 30), "both"), ("16,8,8", 1, 64, 70, (2, 41), "weight"),
-             ("8,16,8", 2, 96, 36, (1, 130), "none"), ("8,8,8", 5, 20, 64, (1, 66), "both"))
-    for tiled, splits, k, n, rows, affine in cases:
-        model = NormOnlyLinear(k, n, affine).eval()
-        x = torch.randn(*rows, k) * 3 + 1000
-        run = run_forcing(model, (x,), TILED_MM=tiled, MM_SPLITK=splits)
-        assert len(run.shaders) == 1 and run.shaders[0].startswith("matmul_tiled") and \
-            run.shaders[0].endswith("_kb_ln_f32") and ("_sk_" in run.shaders[0]) == (splits > 1), run.shaders
-        torch.testing.assert_close(run.outputs[0], model(x), rtol=1e-4, atol=1e-4)
 
 
 def _half_run(model, x, **settings):

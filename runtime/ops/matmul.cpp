@@ -4,7 +4,7 @@
 #include "matmul_choice.h"
 #include "norm.h"  // add_layer_norm_node: et_vk.vkd_ln_linear where no kernel normalizes A itself
 #include "op_utils.h"
-#include "shader_params.h"  // MatmulParams: glsl/matmul_params.glslh
+#include "shader_params.h"  // MatmulParams, MatmulSplitkReduceParams: glsl/matmul_params.glslh
 
 namespace vkd {
 
@@ -37,28 +37,14 @@ struct LnPrologue {
   float eps = 0.f;
 };
 
-// The variant of `shader` (NAME_DTYPE) named NAME`suffix`_DTYPE: _res adds a residual (its binding
-// follows the shader's buffers), _ln layer-norms A (the norm's weight and bias follow them).
-std::string suffixed_variant(ComputeGraph& g, const std::string& shader, const std::string& suffix) {
+// The variant of `shader` (NAME_DTYPE) that adds a residual: NAME_res_DTYPE, whose residual
+// binding follows the shader's buffers.
+std::string residual_variant(ComputeGraph& g, const std::string& shader) {
   const size_t dtype = shader.rfind('_');
   const std::string name =
-      dtype == std::string::npos ? shader + suffix : shader.substr(0, dtype) + suffix + shader.substr(dtype);
-  if (find_shader(name) == nullptr) {
-    g.fail("the kernel " + shader + " has no variant " + name +
-           (suffix == "_res" ? " (that adds a residual)" : " (that normalizes A)"));
-  }
+      dtype == std::string::npos ? shader + "_res" : shader.substr(0, dtype) + "_res" + shader.substr(dtype);
+  if (find_shader(name) == nullptr) g.fail("the kernel " + shader + " has no variant that adds a residual (" + name + ")");
   return name;
-}
-
-// The tensors an _ln variant binds after the kernel's own: the norm's weight and bias (`a`, never
-// read, where absent).
-void bind_ln(std::vector<int>& bound, const LnPrologue& ln, int a) {
-  bound.push_back(ln.weight >= 0 ? ln.weight : a);
-  bound.push_back(ln.bias >= 0 ? ln.bias : a);
-}
-void set_ln_params(const LnPrologue& ln, MatmulParams& p) {
-  p.ln_eps = ln.eps;
-  p.ln_affine = (ln.weight >= 0 ? 1 : 0) | (ln.bias >= 0 ? 2 : 0);
 }
 
 // The residual resizes with the output: it must have the output's sizes at every update.
@@ -89,46 +75,49 @@ void bias_strides(ComputeGraph& g, const Tensor& bias, int64_t M, int64_t N, Mat
   p.has_bias = 1;
 }
 
-// The split-K product on matmul_tiled.glsl `shader` (an _sk variant): one dispatch whose slices
-// write their sums into a scratch tensor, the last of each tile's slices adding them into the
-// output with the epilogue (a zeroed counter per tile, this node's own).
+// The split-K product on matmul_tiled.glsl `shader` (an _sk variant): slices into a scratch
+// tensor, then matmul_splitk_reduce.glsl into the output with the epilogue.
 void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn shape, float alpha, float beta,
-                       std::string shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, int32_t group_m,
-                       int64_t splits, Epilogue epi, LnPrologue ln) {
+                       const std::string& shader, LocalSize local, uint32_t tile_m, uint32_t tile_n, int32_t group_m,
+                       int64_t splits, Epilogue epi) {
   const Problem planned = shape(g, ids);
   const int part = g.add_scratch_tensor(DType::Float32, {splits * planned.p.batch * planned.p.M * planned.p.N});
-  const int64_t tiles = planned.p.batch * ((planned.p.M + tile_m - 1) / tile_m) * ((planned.p.N + tile_n - 1) / tile_n);
-  const int counter = g.add_zeroed_tensor(DType::Int32, {std::max<int64_t>(1, tiles)});
   const uint32_t bk = shader.find("tiled16") != std::string::npos ? 16 : 8;
-  const int bias = ids[2];
-  // A missing bias still needs a buffer at binding 3; bind `a`, never read.
-  std::vector<int> bound{ids[3], ids[0], ids[1], bias >= 0 ? bias : ids[0], part, counter};
-  if (epi.residual >= 0) {
-    bound.push_back(epi.residual);
-    shader = suffixed_variant(g, shader, "_res");
-  }
-  if (ln.on) bind_ln(bound, ln, ids[0]);
-  g.add_node(g.current_op(), shader, local, bound,
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, splits, part, bk, epi, ln](ComputeGraph& g, Node& node) {
+  g.add_node(g.current_op(), shader, local, {part, ids[0], ids[1], ids[0]},
+             [ids, shape, tile_m, tile_n, group_m, splits, part, bk](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
-               g.tensor(ids[3]).sizes = pr.out_sizes;
-               check_residual(g, epi.residual, pr.out_sizes);
                g.tensor(part).sizes = {splits * pr.p.batch * pr.p.M * pr.p.N};
-               pr.p.alpha = alpha;
-               pr.p.beta = beta;
-               pr.p.act = static_cast<int32_t>(epi.act);
-               if (beta == 0.f) pr.p.has_bias = 0;  // torch ignores the bias then, NaN or not
+               pr.p.alpha = 1.f;
+               pr.p.has_bias = 0;
+               pr.p.c_sb = pr.p.M * pr.p.N;
                pr.p.aligned = pr.p.K % 4 == 0 && pr.p.N % 4 == 0;
                pr.p.group_m = group_m;
                // K per slice, a multiple of bk (at least one step).
                const int64_t per = (pr.p.K + splits - 1) / splits;
                pr.p.k_chunk = static_cast<int32_t>(std::max<int64_t>(1, (per + bk - 1) / bk) * bk);
-               if (ln.on) set_ln_params(ln, pr.p);
                node.set_params(pr.p);
                node.groups = {static_cast<uint32_t>((pr.p.N + tile_n - 1) / tile_n),
                               static_cast<uint32_t>((pr.p.M + tile_m - 1) / tile_m),
                               static_cast<uint32_t>(splits * pr.p.batch)};
                if (pr.p.M == 0 || pr.p.N == 0 || pr.p.batch == 0) node.groups = {0, 0, 0};
+             });
+  const int bias = ids[2], out = ids[3];
+  std::vector<int> bound{out, part, bias >= 0 ? bias : part};
+  std::string reduce = "matmul_splitk_reduce_f32";
+  if (epi.residual >= 0) {
+    bound.push_back(epi.residual);
+    reduce = residual_variant(g, reduce);
+  }
+  g.add_node(g.current_op(), reduce, kLocal1D, bound,
+             [ids, shape, alpha, beta, splits, epi](ComputeGraph& g, Node& node) {
+               const Problem pr = shape(g, ids);
+               g.tensor(ids[3]).sizes = pr.out_sizes;
+               check_residual(g, epi.residual, pr.out_sizes);
+               MatmulSplitkReduceParams r{pr.p.M, pr.p.N, pr.p.batch, static_cast<int32_t>(splits),
+                              pr.p.bias_sb, pr.p.bias_sm, pr.p.bias_sn, beta == 0.f ? 0 : pr.p.has_bias,
+                              alpha, beta, pr.p.N % 4 == 0, static_cast<int32_t>(epi.act)};
+               node.set_params(r);
+               node.set_groups_1d(int64_t{pr.p.batch} * pr.p.M * ((pr.p.N + 3) / 4), kLocal1D[0]);
              });
 }
 
@@ -149,10 +138,7 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   problem.c_sb = pp.c_sb;
   problem.ln = ln.on;
   const MatmulChoice choice = choose_matmul(problem, g.context().info(), g.settings());
-  // The kernels that normalize A as they fetch it: coop's and gemv's _ln variants, matmul_tiled's for
-  // a B contiguous in k (a linear's weight).
-  const bool tiled_ln = choice.kernel == MatmulKernel::Tiled && pp.b_sk == 1 && pp.b_sn != 1;
-  if (ln.on && choice.kernel != MatmulKernel::Coop && choice.kernel != MatmulKernel::Gemv && !tiled_ln) {
+  if (ln.on && choice.kernel != MatmulKernel::Coop && choice.kernel != MatmulKernel::Gemv) {
     // No kernel here normalizes A as it fetches it: the norm first, into tensors of this node's own
     // (the planned sizes; not the scratch storage, which a split-K product uses meanwhile).
     const Tensor& x = g.tensor(a);
@@ -171,17 +157,14 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   const bool plain = choice.kernel == MatmulKernel::Strided || choice.kernel == MatmulKernel::Gemv;
   // gemv's _ln variant normalizes its row of A itself (the coop kernel's choice names its own).
   const bool gemv_ln = ln.on && choice.kernel == MatmulKernel::Gemv;
-  const bool coop_ln = ln.on && choice.kernel == MatmulKernel::Coop;  // 16-byte rows of A only
   std::string shader = plain ? variant(g, gemv_ln ? choice.shader + "_ln" : choice.shader, a) : choice.shader;
-  if (ln.on && tiled_ln) shader = suffixed_variant(g, shader, "_ln");
   const LocalSize local = choice.local;
   const uint32_t tile_m = choice.tile_m, tile_n = choice.tile_n;
   const int32_t group_m =
       choice.kernel == MatmulKernel::Tiled || choice.kernel == MatmulKernel::Coop ? choice.group_m : 0;
   const bool coop2 = choice.coop2;
   if (choice.splits > 1) {
-    if (ln.on && epi.residual >= 0) g.fail("a layer norm before a linear and a residual after it are not supported together");
-    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, epi, ln);
+    add_splitk_matmul(g, ids, shape, alpha, beta, shader, local, tile_m, tile_n, group_m, choice.splits, epi);
     return;
   }
   // A missing bias still needs a buffer at binding 3; bind `a`, never read.
@@ -189,11 +172,14 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   if (epi.residual >= 0) {
     if (ln.on) g.fail("a layer norm before a linear and a residual after it are not supported together");
     bound.push_back(epi.residual);
-    shader = suffixed_variant(g, shader, "_res");
+    shader = residual_variant(g, shader);
   }
-  if (ln.on) bind_ln(bound, ln, a);  // an _ln variant (matmul_coop.glslh, gemv.glsl, matmul_tiled.glsl: LN_A)
+  if (ln.on) {  // an _ln variant (matmul_coop.glslh, gemv.glsl: LN_A)
+    bound.push_back(ln.weight >= 0 ? ln.weight : a);
+    bound.push_back(ln.bias >= 0 ? ln.bias : a);
+  }
   g.add_node(g.current_op(), shader, local, bound,
-             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi, ln, coop_ln](ComputeGraph& g, Node& node) {
+             [ids, shape, alpha, beta, tile_m, tile_n, group_m, coop2, epi, ln, gemv_ln](ComputeGraph& g, Node& node) {
                Problem pr = shape(g, ids);
                g.tensor(ids[3]).sizes = pr.out_sizes;
                check_residual(g, epi.residual, pr.out_sizes);
@@ -211,8 +197,9 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
                pr.p.vec_b = pr.p.b_sn == 1 ? rows16(pr.p.b_sk, pr.p.b_sb) : rows16(pr.p.b_sn, pr.p.b_sb);
                pr.p.vec_c = rows16(pr.p.N, pr.p.c_sb);
                if (ln.on) {
-                 if (coop_ln && !pr.p.vec_a) g.fail("the layer-normed linear's rows of A must be multiples of 8 halves");
-                 set_ln_params(ln, pr.p);
+                 if (!gemv_ln && !pr.p.vec_a) g.fail("the layer-normed linear's rows of A must be multiples of 8 halves");
+                 pr.p.ln_eps = ln.eps;
+                 pr.p.ln_affine = (ln.weight >= 0 ? 1 : 0) | (ln.bias >= 0 ? 2 : 0);
                }
                if (coop2 && !coop2_aligned(pr.p.K, pr.p.N, pr.p.a_sm, pr.p.a_sb, pr.p.b_sb,
                                            pr.p.b_sn == 1 ? pr.p.b_sk : pr.p.b_sn, pr.p.c_sb)) {

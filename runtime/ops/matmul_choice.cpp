@@ -59,8 +59,8 @@ uint32_t tiled_shared_bytes(const TiledConfig& c) {
 
 // Split-K for matmul_tiled.glsl. A product of too few tiles to fill the GPU (1024^3: 64
 // tiles of 128 x 128 on 132 SMs) splits K into slices, a workgroup each, whose partial
-// sums go to a scratch tensor [splits, batch, M, N]; the last slice of each tile to finish adds
-// them and applies the epilogue (one dispatch). The default configuration picks the slice count by
+// sums go to a scratch tensor [splits, batch, M, N]; matmul_splitk_reduce.glsl adds them
+// and applies the epilogue. The default configuration picks the slice count by
 // splitk_cost_us for products of fewer than kTiledMinGroups tiles, both sides at least
 // kSplitKMinSide and at least kSplitKMinWork multiply-adds (below, small_split_config). The
 // setting MM_SPLITK forces a count on the tiled kernel (any size and configuration).

@@ -22,16 +22,15 @@ struct MatmulProblem {
   int64_t a_sb = 0, a_sm = 0, a_sk = 1;
   int64_t b_sb = 0, b_sk = 0, b_sn = 1;
   int64_t c_sb = 0;
-  // A layer norm of A's rows over K before the product (et_vk.vkd_ln_linear): matmul_coop's _kb_ln
-  // variants apply it for 16-byte rows of A (where none fits, no cooperative-matrix kernel); gemv's
-  // and matmul_tiled's _ln variants at any K.
+  // A layer norm of A's rows over K before the product (et_vk.vkd_ln_linear): only matmul_coop's
+  // _kb_ln variants apply it, for 16-byte rows of A; where none fits, no cooperative-matrix kernel.
   bool ln = false;
 };
 
 enum class MatmulKernel {
   Strided,  // matmul.glsl
   Gemv,     // gemv.glsl
-  Tiled,    // matmul_tiled.glsl (splits > 1: its _sk variant, whose last slice of a tile reduces)
+  Tiled,    // matmul_tiled.glsl (splits > 1: its _sk variant + matmul_splitk_reduce.glsl)
   Coop,     // matmul_coop.glsl (and its _emu twin), matmul_coop2.glsl
 };
 

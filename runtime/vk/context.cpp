@@ -601,6 +601,9 @@ void Context::create_device(const DeviceFeatures& f) {
   VkPhysicalDeviceVulkanMemoryModelFeatures enable_memory_model{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   enable_memory_model.vulkanMemoryModel = VK_TRUE;
+  // Shaders declaring the capability that use device-scope barriers or atomics (memoryBarrierBuffer,
+  // last_arrival.glslh) need device scope enabled too (VUID-RuntimeSpirv-vulkanMemoryModel-06265).
+  enable_memory_model.vulkanMemoryModelDeviceScope = f.memory_model.vulkanMemoryModelDeviceScope;
   if (info_.cooperative_matrix && f.memory_model.vulkanMemoryModel) *enable_end = &enable_memory_model;
 
   std::vector<const char*> device_exts;
