@@ -74,6 +74,67 @@ def test_few_rows_normalize_in_gemv():
             torch.testing.assert_close(run.outputs[0].float(), ref, rtol=tolerance, atol=tolerance)
 
 
+class TwoBlocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(8)
+        self.blocks = torch.nn.Sequential(ViTBlock(48, 3, 96), ViTBlock(48, 3, 96))
+        with torch.no_grad():
+            for block in self.blocks:
+                for norm in (block.norm1, block.norm2):
+                    norm.weight.uniform_(-2, 2)
+                    norm.bias.uniform_(-1, 1)
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class LinearNormLinear(torch.nn.Module):
+    """A linear without a residual whose output a norm without affine parts takes to another linear."""
+
+    def __init__(self, k, n, m):
+        super().__init__()
+        torch.manual_seed(9)
+        self.first, self.norm, self.second = torch.nn.Linear(k, n), torch.nn.LayerNorm(n, elementwise_affine=False), \
+            torch.nn.Linear(n, m)
+
+    def forward(self, x):
+        h = self.first(x)
+        return self.second(self.norm(h)), h
+
+
+def test_float32_norm_folds_into_the_split_k_reduce_before_it():
+    """Where the linear's float32 kernel does not normalize A itself (split-K tiled products: forced here;
+    ViT-tiny's default on a GPU), the layer norm goes into the split-K reduce that made A, when that reduce is
+    the last node: its _ln variant writes the rows normed too (matmul_splitk_reduce.glsl), one dispatch fewer.
+    Two ViT blocks: three of the four norms follow a reduce with its residual (the first reads the input:
+    the norm's own kernel); a linear without a residual, N = 37 (scalar path), a norm without affine parts,
+    rows far from zero, both outputs checked; rows over matmul_splitk_reduce.glsl's 1024 keep the norm's
+    kernel."""
+    forced = dict(TILED_MM="8,8,8", MM_SPLITK=3)
+    model, x = TwoBlocks().eval(), torch.randn(1, 70, 48)
+    run = run_forcing(model, (x,), **forced)
+    folded = [s for s in run.shaders if s.startswith("matmul_splitk_reduce_res_ln")]
+    norms = [s for s in run.shaders if s.startswith("layer_norm")]
+    assert len(folded) == 3 and len(norms) == 1, run.shaders
+    torch.testing.assert_close(run.outputs[0], model(x), rtol=1e-4, atol=1e-4)
+    for n, folds in ((37, True), (1030, False)):
+        model, x = LinearNormLinear(24, n, 20).eval(), torch.randn(2, 35, 24) * 3 + 500
+        run = run_forcing(model, (x,), **forced)
+        assert any(s.startswith("matmul_splitk_reduce_ln") for s in run.shaders) == folds, run.shaders
+        assert any(s.startswith("layer_norm") for s in run.shaders) != folds, run.shaders
+        for out, ref in zip(run.outputs, model(x)):
+            torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-3)
+    # Rows resized: the folded norm's output resizes with the reduce's.
+    model, rows = LinearNormLinear(24, 40, 20).eval(), torch.export.Dim("rows", min=1, max=70)
+    run = run_forcing(model, (torch.randn(70, 24),), dynamic_shapes=({0: rows},), **forced)
+    assert any(s.startswith("matmul_splitk_reduce_ln") for s in run.shaders), run.shaders
+    for n in (70, 9, 1, 64):
+        x = torch.randn(n, 24)
+        for out, ref in zip(run.method.execute([x]), model(x)):
+            torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
 def _half_run(model, x, **settings):
     model = model.eval().half()
     run = run_forcing(model, (x.half(),), **settings)

@@ -722,6 +722,18 @@ Node& ComputeGraph::add_node(const std::string& op, const std::string& shader,
   return node;
 }
 
+void ComputeGraph::rebind_last_node(const std::string& shader, LocalSize local, std::vector<int> tensors,
+                                    UpdateFn update) {
+  if (nodes_.empty() || !nodes_.back().windows.empty()) fail("internal error: no last node to rebind");
+  for (int id : tensors) tensor(id);  // type check
+  Node& node = nodes_.back();
+  node.tensors = std::move(tensors);
+  node.update = std::move(update);
+  node.pipeline = &ctx_.pipelines().get(shader, static_cast<uint32_t>(node.tensors.size()), local);
+  node.update(*this, node);
+  check_bounds(*this, node);
+}
+
 int ComputeGraph::add_scratch_tensor(DType dtype, const Sizes& max_sizes) {
   if (scratch_storage_ < 0) {
     scratch_storage_ = static_cast<int>(storages_.size());

@@ -118,6 +118,11 @@ class ComputeGraph {
   // Adds a dispatch node; `tensors` are bound in order (outputs first).
   Node& add_node(const std::string& op, const std::string& shader, LocalSize local,
                  std::vector<int> tensors, UpdateFn update);
+  // The last node added (null before any), and that node given another kernel, bindings and update:
+  // how an op folds its first step into the kernel of the node before it (matmul.cpp:
+  // fold_norm_into_reduce). Only the last node: nothing after it has read what it writes.
+  Node* last_node() { return nodes_.empty() ? nullptr : &nodes_.back(); }
+  void rebind_last_node(const std::string& shader, LocalSize local, std::vector<int> tensors, UpdateFn update);
   // A node-owned temporary (split-K partial sums): a tensor value outside the
   // memory plan, in the graph's one scratch storage, which allocate() sizes to
   // its largest user. Every user binds that one buffer, so the barrier tracking

@@ -1,5 +1,7 @@
 // Matrix products: mm, bmm, addmm, linear, on the strided matmul shader (and matmul_tiled.glsl for large float32
 // ones, matmul_coop.glsl for float16 ones on devices with cooperative matrices).
+#include <cstring>
+
 #include "../vk/pipeline.h"
 #include "matmul_choice.h"
 #include "norm.h"  // add_layer_norm_node: et_vk.vkd_ln_linear where no kernel normalizes A itself
@@ -121,6 +123,39 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
              });
 }
 
+// A layer norm over the last dim of `a` (et_vk.vkd_ln_linear's, where the product's kernel does not
+// normalize A itself) folded into the split-K reduce that made `a`, when that reduce is the graph's
+// last node (a float32 transformer's norm after a linear with its residual: ViT-tiny's 24): its _ln
+// variant writes each row normed into `normed` too, one dispatch fewer. False where it cannot.
+constexpr int64_t kFoldMaxRow = 4 * 4 * 64;  // matmul_splitk_reduce.glsl: LN_QUADS x 4 x 64 invocations
+constexpr LocalSize kFoldLocal{64, 1, 1};
+bool fold_norm_into_reduce(ComputeGraph& g, int a, const LnPrologue& ln, int normed) {
+  const Node* last = g.last_node();
+  if (last == nullptr || last->pipeline == nullptr || last->tensors.size() < 3 || last->tensors[0] != a) return false;
+  const bool res = last->pipeline->shader == "matmul_splitk_reduce_res_f32";
+  if (!res && last->pipeline->shader != "matmul_splitk_reduce_f32") return false;
+  if (g.tensor(a).max_sizes.empty() || g.tensor(a).max_sizes.back() > kFoldMaxRow) return false;
+  const int part = last->tensors[1];
+  std::vector<int> bound{last->tensors[0], part, last->tensors[2], normed, ln.weight >= 0 ? ln.weight : part,
+                         ln.bias >= 0 ? ln.bias : part};
+  if (res) bound.push_back(last->tensors[3]);
+  const UpdateFn reduce = last->update;
+  const float eps = ln.eps;
+  const int32_t affine = (ln.weight >= 0 ? 1 : 0) | (ln.bias >= 0 ? 2 : 0);
+  g.rebind_last_node(variant(g, res ? "matmul_splitk_reduce_res_ln" : "matmul_splitk_reduce_ln", a), kFoldLocal,
+                     bound, [reduce, a, normed, eps, affine](ComputeGraph& g, Node& node) {
+                       reduce(g, node);
+                       MatmulSplitkReduceParams r{};
+                       std::memcpy(&r, node.params.data(), sizeof(r));
+                       r.ln_eps = eps;
+                       r.ln_affine = affine;
+                       node.set_params(r);
+                       g.tensor(normed).sizes = g.tensor(a).sizes;
+                       node.set_groups_1d(int64_t{r.batch} * r.M, 1);  // one workgroup per row
+                     });
+  return true;
+}
+
 // ids: a, b, bias (or -1), out. epi: an activation and a residual after the bias, in the kernel's
 // epilogue (the residual's variants are built for linears only: B contiguous in k).
 void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alpha, float beta,
@@ -140,16 +175,19 @@ void add_matmul(ComputeGraph& g, std::vector<int> ids, ShapeFn shape, float alph
   const MatmulChoice choice = choose_matmul(problem, g.context().info(), g.settings());
   if (ln.on && choice.kernel != MatmulKernel::Coop && choice.kernel != MatmulKernel::Gemv) {
     // No kernel here normalizes A as it fetches it: the norm first, into tensors of this node's own
-    // (the planned sizes; not the scratch storage, which a split-K product uses meanwhile).
+    // (the planned sizes; not the scratch storage, which a split-K product uses meanwhile), in the
+    // split-K reduce that made A where it can, else the layer norm's kernel.
     const Tensor& x = g.tensor(a);
     const DType dtype = x.dtype;
     const Sizes sizes = x.sizes;
     Sizes stat = sizes;
     stat.back() = 1;
     const int normed = g.add_zeroed_tensor(dtype, sizes);
-    const int mean = g.add_zeroed_tensor(dtype, stat);
-    const int rstd = g.add_zeroed_tensor(dtype, stat);
-    add_layer_norm_node(g, a, ln.weight, ln.bias, 1, ln.eps, normed, mean, rstd);
+    if (!fold_norm_into_reduce(g, a, ln, normed)) {
+      const int mean = g.add_zeroed_tensor(dtype, stat);
+      const int rstd = g.add_zeroed_tensor(dtype, stat);
+      add_layer_norm_node(g, a, ln.weight, ln.bias, 1, ln.eps, normed, mean, rstd);
+    }
     ids[0] = normed;
     add_matmul(g, ids, shape, alpha, beta, epi);
     return;
