@@ -586,6 +586,23 @@ def _check_constant_pad(node: Node) -> Optional[str]:
 SDPA_QKV_MAX_TOKENS = 512
 
 
+def _check_sdpa_bthd(node: Node) -> Optional[str]:
+    q, k, v = (fake_tensor(arg(node, name)) for name in ("q", "k", "v"))
+    if any(t is None or t.dtype not in FLOATS for t in (q, k, v)) or len({q.dtype, k.dtype, v.dtype}) != 1:
+        return "q, k and v must be float32 or float16 tensors of one dtype"
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        return "q, k and v must be [B, T, heads, D]"
+    if k.shape[:3] != v.shape[:3] or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        return f"k {tuple(k.shape)} and v {tuple(v.shape)} do not fit q {tuple(q.shape)}"
+    if not isinstance(q.shape[2], int) or not isinstance(k.shape[2], int) or k.shape[2] < 1 or q.shape[2] % k.shape[2]:
+        return "q's heads must be a multiple of k's"
+    if not isinstance(k.shape[1], int) or k.shape[1] > SDPA_QKV_MAX_TOKENS:
+        return f"more than {SDPA_QKV_MAX_TOKENS} keys (or a dynamic count)"
+    if q.shape[3] > 256 or v.shape[3] > 256:
+        return "head dims above 256 are not supported"
+    return None
+
+
 def _check_sdpa_qkv(node: Node) -> Optional[str]:
     qkv, heads = fake_tensor(arg(node, "qkv")), arg(node, "heads")
     if qkv is None or qkv.dtype not in FLOATS:
@@ -1013,6 +1030,12 @@ _ENTRIES = [
             "are read in place and the output written in the layout the heads merge from. "
             "backends/packed_attention.py makes it from reshape -> permute -> select x3 -> sdpa -> transpose.",
             dtypes=FLOATS, check=_check_sdpa_qkv, kind="matmul"),
+    OpEntry("sdpa_bthd", (et_vk.vkd_sdpa_bthd.default,),
+            "et_vk.vkd_sdpa_bthd: attention of heads in the projections' layout, q [B, T, H, E], k [B, S, KVH, E], "
+            "v [B, S, KVH, Ev] (H a multiple of KVH) -> [B, T, H, Ev] (optional is_causal and scale), up to "
+            f"{SDPA_QKV_MAX_TOKENS} keys and head dims up to 256; read and written through strides, no transposes. "
+            "backends/packed_attention.py makes it from transpose x3 -> sdpa -> transpose.",
+            dtypes=FLOATS, check=_check_sdpa_bthd, kind="matmul"),
     OpEntry("rope_kv_update", (et_vk.vkd_rope_kv_update.default,),
             "et_vk.vkd_rope_kv_update: rotary embedding (rotate-half) of q [B, T, H, D] and k [B, T, KVH, D] with "
             "cos and sin [T, 1, D], and the KV-cache writes: rope(k) and v [B, T, KVH, D] into k_cache and v_cache "

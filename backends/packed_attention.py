@@ -1,4 +1,5 @@
-"""Attention of a packed q|k|v projection without its layout copies.
+"""Attention without its layout copies: of a packed q|k|v projection, and of heads in the layout the
+projections make them.
 
 A ViT block (examples/models/vit.py) and examples/models/transformer.py's block attend with
 
@@ -12,6 +13,17 @@ reads q, k and v in place and writes the output in the merged-heads layout (the 
 view). Matched only whole: the permute's three selects each used once, as the sdpa's query, key and
 value in that order, no mask, dropout 0, the sdpa's one user the transpose back; up to
 op_registry.SDPA_QKV_MAX_TOKENS tokens (a static T). Anything else is left alone.
+
+A Llama block (examples/models/llama.py without a KV cache) attends with
+
+    q, k, v = rope(wq(x).view(B, T, H, D)), rope(wk(x).view(B, T, KVH, D)), wv(x).view(B, T, KVH, D)
+    out = sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True, enable_gqa=True)
+    out = out.transpose(1, 2)                                 # then .reshape(B, T, H * D)
+
+which exports to permute_copy x3 -> sdpa -> permute_copy. It becomes et_vk.vkd_sdpa_bthd(q, k, v) ->
+[B, T, H, D]: the same kernels read the three in place and write the merged-heads layout. Matched
+whole: each transpose used once, no mask, dropout 0, the sdpa's one user the transpose back, up to
+SDPA_QKV_MAX_TOKENS keys (a static S).
 """
 from typing import Dict, Optional
 
@@ -20,7 +32,7 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from ..fx_nodes import arg, fake_tensor, insert_call
-from ..quant import library  # noqa: F401  (defines et_vk.vkd_sdpa_qkv)
+from ..quant import library  # noqa: F401  (defines et_vk.vkd_sdpa_qkv, et_vk.vkd_sdpa_bthd)
 
 aten = exir_ops.edge.aten
 
@@ -85,5 +97,52 @@ def fuse_packed_qkv_attention(program: ExportedProgram, options: Dict) -> None:
         chain = [found["out"], node, *node.args[:3], node.args[0].args[0]]
         chain.append(chain[-1].args[0])  # the view
         for dead in chain:
+            if not dead.users:
+                graph.erase_node(dead)
+
+
+def _transposed(node) -> Optional[Node]:
+    """The [B, T, heads, D] tensor that `node` is the 1 <-> 2 transpose of, used only by its sdpa."""
+    if not _call(node, aten.permute_copy.default) or list(node.args[1]) != [0, 2, 1, 3] or len(node.users) != 1:
+        return None
+    source = fake_tensor(node.args[0])
+    return node.args[0] if source is not None and source.dim() == 4 else None
+
+
+def _match_bthd(sdpa: Node) -> Optional[Dict]:
+    from ..op_registry import SDPA_QKV_MAX_TOKENS
+
+    if len(sdpa.args) < 3 or arg(sdpa, "attn_mask") is not None or arg(sdpa, "dropout_p") not in (0, 0.0):
+        return None
+    sources = [_transposed(t) for t in sdpa.args[:3]]
+    if any(t is None for t in sources):
+        return None
+    q, k = fake_tensor(sources[0]), fake_tensor(sources[1])
+    if not isinstance(k.shape[1], int) or k.shape[1] > SDPA_QKV_MAX_TOKENS or q.shape[3] > 256:
+        return None
+    if q.shape[2] != k.shape[2] and not arg(sdpa, "enable_gqa"):
+        return None
+    back = next(iter(sdpa.users)) if len(sdpa.users) == 1 else None
+    if not _call(back, aten.permute_copy.default) or list(back.args[1]) != [0, 2, 1, 3]:
+        return None
+    return {"sources": sources, "is_causal": bool(arg(sdpa, "is_causal")), "scale": arg(sdpa, "scale"), "out": back}
+
+
+def fuse_bthd_attention(program: ExportedProgram, options: Dict) -> None:
+    graph = program.graph_module.graph
+    target = exir_ops.edge.et_vk.vkd_sdpa_bthd.default
+    for node in list(graph.nodes):
+        if not _call(node, aten.scaled_dot_product_attention.default):
+            continue
+        found = _match_bthd(node)
+        if found is None:
+            continue
+        kwargs = {"is_causal": found["is_causal"]}
+        if found["scale"] is not None:
+            kwargs["scale"] = found["scale"]
+        fused = insert_call(graph, target, tuple(found["sources"]), before=found["out"], kwargs=kwargs)
+        found["out"].replace_all_uses_with(fused)
+        transposes = list(dict.fromkeys(node.args[:3]))
+        for dead in [found["out"], node, *transposes]:
             if not dead.users:
                 graph.erase_node(dead)

@@ -25,7 +25,7 @@ from .linear_fusion import fuse_linears
 from .ln_linear_fusion import fuse_ln_linear
 from .manual_attention import fuse_manual_attention
 from .noop_copies import drop_noop_copies
-from .packed_attention import fuse_packed_qkv_attention
+from .packed_attention import fuse_bthd_attention, fuse_packed_qkv_attention
 from .rope_fusion import fuse_rope, fuse_rope_kv_update
 from .torchao_fusion import fuse_torchao_quantized
 
@@ -48,6 +48,9 @@ PASSES: List[Pass] = [
     fuse_linears,  # perf: [rms_norm +] quantized linears of one input [+ silu(a) * b | + residual] into one op
     fuse_rope,  # perf: x * cos + rotate_half(x) * sin into et_vk.vkd_rope
     fuse_sdpa_kv_cache,  # perf: sdpa over transposed caches with a position mask into et_vk.vkd_sdpa_kv_cache
+    # perf: sdpa of transposed [B, T, heads, D] projections and its transpose back into et_vk.vkd_sdpa_bthd
+    # (after the cache fusions, which take the decode blocks' sdpa whole)
+    fuse_bthd_attention,
     fuse_rope_kv_update,  # perf: rope of q and k + the two cache writes feeding vkd_sdpa_kv_cache into one op
     force_fp16,  # Float16: last, so that it sees what the other passes made
 ]

@@ -173,6 +173,25 @@ sdpa_qkv = define("vkd_sdpa_qkv(Tensor qkv, int heads, bool is_causal=False, flo
                   _sdpa_qkv_reference, _sdpa_qkv_fake)
 
 
+def _sdpa_bthd_reference(q, k, v, is_causal=False, scale=None):
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=is_causal, scale=scale,
+        enable_gqa=q.shape[2] != k.shape[2])
+    return out.transpose(1, 2).contiguous()
+
+
+def _sdpa_bthd_fake(q, k, v, is_causal=False, scale=None):
+    return q.new_empty(q.shape[0], q.shape[1], q.shape[2], v.shape[3])
+
+
+# Attention over heads in the layout the projections make them: q [B, T, H, E], k [B, S, KVH, E], v [B, S,
+# KVH, Ev] (H a multiple of KVH) -> out [B, T, H, Ev], the layout the heads are merged from. The kernel
+# reads and writes through strides: no head transposes. backends/packed_attention.py makes it from
+# transpose x3 -> sdpa -> transpose (a Llama block's attention after its rope).
+sdpa_bthd = define("vkd_sdpa_bthd(Tensor q, Tensor k, Tensor v, bool is_causal=False, float? scale=None) -> Tensor",
+                   _sdpa_bthd_reference, _sdpa_bthd_fake)
+
+
 def _check_positions(input_pos, cache_len):
     if bool(((input_pos < 0) | (input_pos >= cache_len)).any()):
         raise IndexError(f"input_pos {input_pos.tolist()} out of range for a cache of {cache_len} positions")

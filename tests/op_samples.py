@@ -12,8 +12,8 @@ import torchao_samples
 
 from vkdelegate.quant import gguf_linear as _gguf
 from vkdelegate.quant import q8ta_ops
-from vkdelegate.quant.library import (conv2d_clamp, linear_act, ln_linear, rope, rope_kv_update, sdpa_kv_cache, sdpa_qkv,
-                                      sdpa_rope_kv)
+from vkdelegate.quant.library import (conv2d_clamp, linear_act, ln_linear, rope, rope_kv_update, sdpa_bthd,
+                                      sdpa_kv_cache, sdpa_qkv, sdpa_rope_kv)
 
 
 @dataclass(frozen=True)
@@ -1143,6 +1143,19 @@ def _sdpa_qkv_samples() -> List[SampleCase]:
     ]
 
 
+@_seeded
+def _sdpa_bthd_samples() -> List[SampleCase]:
+    """q [B, T, H, E], k and v [B, S, KVH, *]: GQA causal with odd T and E, a scale, Ev != E, one head."""
+    return [
+        SampleCase("gqa4_causal_t9_e13", _Call(lambda q, k, v: sdpa_bthd.default(q, k, v, True)),
+                   (_values(1, 9, 8, 13), _values(1, 9, 2, 13), _values(1, 9, 2, 13))),
+        SampleCase("scale_b2_t5_s7_ev6", _Call(lambda q, k, v: sdpa_bthd.default(q, k, v, False, 0.3)),
+                   (_values(2, 5, 3, 8), _values(2, 7, 3, 8), _values(2, 7, 3, 6))),
+        SampleCase("h1_t33", _Call(lambda q, k, v: sdpa_bthd.default(q, k, v)),
+                   (_values(1, 33, 1, 20), _values(1, 33, 1, 20), _values(1, 33, 1, 20))),
+    ]
+
+
 class _StateWrite(torch.nn.Module):
     """A buffer written in place at positions (index_copy_ and `buffer[..., positions] = values` export
     to index_put), then read."""
@@ -1679,6 +1692,7 @@ SAMPLES: Dict[str, Callable[[], List[SampleCase]]] = {
     "unfold_copy": _unfold_samples,
     "sdpa_kv_cache": _sdpa_kv_cache_samples,
     "sdpa_qkv": _sdpa_qkv_samples,
+    "sdpa_bthd": _sdpa_bthd_samples,
     "index_select": _index_select_samples,
     "index_put": _index_put_samples,
     "rope": _rope_samples,

@@ -119,3 +119,42 @@ def test_attention_written_out_by_hand_on_a_packed_projection_fuses_too():
     block, x = TransformerBlock(dim=32, heads=2).eval(), (torch.randn(2, 11, 32),)
     em, ops = check(block, x, True, tolerance=1e-4)
     assert ops[:3] == [LN_LINEAR, FUSED, "et_vk.vkd_linear_act.default"], ops
+
+
+class LlamaAttention(torch.nn.Module):
+    """A Llama block's attention after its projections: heads in [B, T, heads, D], transposed for sdpa and back;
+    `variant` makes a look-alike (a transpose kept as an output, a mask)."""
+
+    def __init__(self, variant: str = ""):
+        super().__init__()
+        self.variant = variant
+
+    def forward(self, q, k, v):
+        b, t = q.shape[:2]
+        kt = k.transpose(1, 2)
+        mask = torch.ones(t, k.shape[1], dtype=torch.bool).tril() if self.variant == "mask" else None
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), kt, v.transpose(1, 2), attn_mask=mask,
+                                             is_causal=mask is None, enable_gqa=True)
+        merged = out.transpose(1, 2).reshape(b, t, -1)
+        return (merged, kt * 2) if self.variant == "transpose_used_elsewhere" else merged
+
+
+def test_llama_attention_without_its_transposes():
+    """transpose x3 -> sdpa -> transpose (GQA, causal) runs as one et_vk.vkd_sdpa_bthd dispatch reading and writing
+    [B, T, heads, D] in place; a transpose used elsewhere or a mask keeps the ops. The llama example's four blocks
+    lose their 16 copies."""
+    torch.manual_seed(11)
+    x = (torch.randn(2, 19, 8, 16), torch.randn(2, 19, 2, 16), torch.randn(2, 19, 2, 16))
+    model = LlamaAttention().eval()
+    em = lower(model, x)
+    ops = dispatch_ops(em)
+    assert ops.count("et_vk.vkd_sdpa_bthd.default") == 1 and "aten.permute_copy.default" not in ops, ops
+    (out,) = run_pte(em.to_executorch().buffer, x)
+    torch.testing.assert_close(out, model(*x), rtol=1e-4, atol=1e-4)
+    for variant in ("transpose_used_elsewhere", "mask"):
+        ops = dispatch_ops(lower(LlamaAttention(variant).eval(), x))
+        assert "et_vk.vkd_sdpa_bthd.default" not in ops and "aten.permute_copy.default" in ops, (variant, ops)
+    from vkdelegate.examples.models import MODELS
+    llama, inputs = MODELS["llama"]()
+    ops = dispatch_ops(lower(llama.eval(), inputs))
+    assert ops.count("et_vk.vkd_sdpa_bthd.default") == 4 and "aten.permute_copy.default" not in ops, ops

@@ -474,6 +474,63 @@ void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
   add_sdpa_strided(g, choice, {out, qkv, qkv, qkv}, layout, causal, has_scale, scale_arg);
 }
 
+// et_vk.vkd_sdpa_bthd(q, k, v, is_causal=False, scale=None): q [B, T, H, E], k [B, S, KVH, E], v [B, S,
+// KVH, Ev] -> out [B, T, H, Ev] (backends/packed_attention.py). The strided kernels read the heads in
+// the projections' layout and write the one they merge from (no transposes); up to
+// kShortAttentionMaxKeys keys (op_registry.py's check), so the short kernel always applies.
+void add_sdpa_bthd(ComputeGraph& g, const OpArgs& a) {
+  if (a.size() != 6) g.fail("expected 5 arguments and 1 output");
+  const int q = a[0], k = a[1], v = a[2], out = a[5];
+  const bool causal = g.get_bool(a[3]);
+  const bool has_scale = !g.is_null(a[4]);
+  const double scale_arg = has_scale ? g.get_double(a[4]) : 0.0;
+  require_float_same(g, {q, k, v, out});
+  auto layout = [=](ComputeGraph& g) {
+    const Tensor &tq = g.tensor(q), &tk = g.tensor(k), &tv = g.tensor(v);
+    if (tq.dim() != 4 || tk.dim() != 4 || tv.dim() != 4) g.fail("q, k and v must be [B, T, heads, D]");
+    const int64_t B = tq.sizes[0], T = tq.sizes[1], H = tq.sizes[2], E = tq.sizes[3];
+    const int64_t S = tk.sizes[1], KVH = tk.sizes[2], Ev = tv.sizes[3];
+    if (tk.sizes[0] != B || tv.sizes[0] != B || tv.sizes[1] != S || tv.sizes[2] != KVH || tk.sizes[3] != E) {
+      g.fail("k " + sizes_str(tk.sizes) + " and v " + sizes_str(tv.sizes) + " do not fit q " + sizes_str(tq.sizes));
+    }
+    if (KVH < 1 || H % KVH != 0) g.fail("q's heads must be a multiple of k's");
+    if (E > kMaxHeadDim || Ev > kMaxHeadDim) g.fail("head dims above 256 are not supported");
+    if (S > kShortAttentionMaxKeys) g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys");
+    if (std::max({tq.numel(), tk.numel(), tv.numel(), B * T * H * Ev}) > INT32_MAX) g.fail("too large for 32-bit indexing");
+    g.tensor(out).sizes = {B, T, H, Ev};
+    SdpaLayout y{};
+    y.x.lead = {B, H};
+    y.x.batch = B;
+    y.x.heads = H;
+    y.x.kv_heads = KVH;
+    y.x.group = H / KVH;
+    y.x.L = T;
+    y.x.S = S;
+    y.x.E = E;
+    y.x.Ev = Ev;
+    auto set = [](int32_t (&s)[4], int64_t rows, int64_t heads, int64_t dim) {
+      s[0] = static_cast<int32_t>(rows * heads * dim);  // batch
+      s[1] = static_cast<int32_t>(dim);                 // head
+      s[2] = static_cast<int32_t>(heads * dim);         // row
+      s[3] = 0;
+    };
+    set(y.q, T, H, E);
+    set(y.k, S, KVH, E);
+    set(y.v, S, KVH, Ev);
+    set(y.out, T, H, Ev);
+    return y;
+  };
+  const SdpaShape planned = layout(g).x;
+  const std::string& forced = g.settings().sdpa_kernel;
+  const DType dtype = g.tensor(q).dtype;
+  SdpaChoice choice = choose_strided(g, planned, dtype, forced == "rows" ? std::string() : forced);
+  if (choice.kernel == StridedKernel::None) choice = choose_strided(g, planned, dtype, "");
+  if (choice.kernel == StridedKernel::None) {
+    g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys, and no tiled attention kernel fits");
+  }
+  add_sdpa_strided(g, choice, {out, q, k, v}, layout, causal, has_scale, scale_arg);
+}
+
 // et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
 // [B, S, KVH, E] and [B, S, KVH, Ev], input_pos [T] int; query t sees cache entries 0..input_pos[t]
 // (backends/attention_fusion.py). The positions stay on the GPU: the kernels read them, so the
@@ -784,6 +841,7 @@ VKD_REGISTER_OPS(register_attention_ops) {
   register_op("et_vk.vkd_rope.default", add_rope);
   register_op("aten.scaled_dot_product_attention.default", add_sdpa);
   register_op("et_vk.vkd_sdpa_qkv.default", add_sdpa_qkv);
+  register_op("et_vk.vkd_sdpa_bthd.default", add_sdpa_bthd);
   register_op("et_vk.vkd_sdpa_kv_cache.default", add_sdpa_kv_cache);
   register_op("et_vk.vkd_sdpa_rope_kv.default", add_sdpa_rope_kv);
   register_op("aten.rms_norm.default", add_rms_norm);
