@@ -735,9 +735,9 @@ _ENTRIES = [
         kind="matmul", dtypes=FLOATS,
     ),
     OpEntry("linear_act", (et_vk.vkd_linear_act.default,),
-            "et_vk.vkd_linear_act: a linear as above with none, relu, gelu or gelu_tanh applied as the product is "
-            "stored, then an optional residual of the output's sizes and dtype added; made at preprocess from "
-            "linear [-> relu / gelu] [-> add of alpha 1].",
+            "et_vk.vkd_linear_act: a linear as above with none, relu, gelu, gelu_tanh or silu applied as the product "
+            "is stored, then an optional residual of the output's sizes and dtype added; made at preprocess from "
+            "linear [-> relu / gelu / silu] [-> add of alpha 1].",
             check=_check_linear, kind="matmul", dtypes=FLOATS),
     OpEntry("ln_linear", (et_vk.vkd_ln_linear.default,),
             "et_vk.vkd_ln_linear: a layer norm over the input's last dim (weight and bias optional), then a "

@@ -1,4 +1,4 @@
-"""A float linear, then a relu or a gelu (its only user), then a residual add (`x + act(linear(...))`, the
+"""A float linear, then a relu, a gelu or a silu (its only user), then a residual add (`x + act(linear(...))`, the
 activation's or else the linear's only user) becomes one et_vk.vkd_linear_act node: the matrix-product
 kernels apply the activation and add the residual as they store (glsl/matmul_params.glslh), which saves
 a dispatch per fused op, its barrier and a round trip of the output through memory (an MLP's layers, a
@@ -19,6 +19,8 @@ def _activation(node: Node) -> Optional[str]:
     name = op_name(node.target) if node.op == "call_function" else ""
     if name == "aten.relu.default":
         return "relu"
+    if name == "aten.silu.default":
+        return "silu"
     if name == "aten.gelu.default":
         approximate = arg_at(node, 1, "approximate", "none")
         return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)

@@ -52,8 +52,6 @@ layout(set = 0, binding = PARAMS_BINDING) uniform Params {
 } p;
 
 #if IS_FLOAT
-float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
-
 #include "activation.glslh"
 // clamp that keeps NaN, as torch.clamp does.
 float clamp_nan(float x) { return clamp_keep_nan(x, p.a, p.b); }

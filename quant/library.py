@@ -68,6 +68,7 @@ _ACTIVATIONS = {
     "relu": torch.relu,
     "gelu": torch.nn.functional.gelu,
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "silu": torch.nn.functional.silu,
 }
 LINEAR_ACTIVATIONS = tuple(_ACTIVATIONS)
 

@@ -92,7 +92,7 @@ KERNEL_PATHS = [
     ("matmul_f32", torch.float32, 37, 40, None, False, dict(NO_TILED_MM=True, GEMV_MAX_ROWS=1), ["matmul_res_f32"]),
     ("tiled_f32", torch.float32, 37, 40, torch.nn.functional.gelu, True, dict(TILED_MM="8,8,8", MM_SPLITK=1),
      ["matmul_tiledu_kb_res_f32"]),
-    ("tiled_no_bias_f32", torch.float32, 37, 40, None, False, dict(TILED_MM="8,8,8", MM_SPLITK=1),
+    ("tiled_no_bias_silu_f32", torch.float32, 37, 40, torch.nn.functional.silu, False, dict(TILED_MM="8,8,8", MM_SPLITK=1),
      ["matmul_tiledu_kb_res_f32"]),
     ("splitk_f32", torch.float32, 37, 40, _gelu_tanh, True, dict(TILED_MM="8,8,8", MM_SPLITK=3),
      ["matmul_tiledu_sk_kb_f32", "matmul_splitk_reduce_res_f32"]),
@@ -103,7 +103,7 @@ KERNEL_PATHS = [
      ["matmul_coop_emu_m_kb_res_f16"]),
     ("coop_m_n37_f16", torch.float16, 37, 37, None, True, dict(COOPMAT_EMULATE=True, COOPMM_TILE="m"),
      ["matmul_coop_emu_m_kb_res_f16"]),
-    ("coop_mk2_f16", torch.float16, 37, 40, None, False, dict(COOPMAT_EMULATE=True, COOPMM_TILE="mk2"),
+    ("coop_mk2_silu_f16", torch.float16, 37, 40, torch.nn.functional.silu, False, dict(COOPMAT_EMULATE=True, COOPMM_TILE="mk2"),
      ["matmul_coop_emu_mk2_kb_res_f16"]),
 ]
 

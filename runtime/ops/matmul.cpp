@@ -13,7 +13,7 @@ namespace vkd {
 namespace {
 
 // An activation the matrix products apply in their epilogue (MatmulParams.act; glsl/activation.glslh).
-enum class Activation : int32_t { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3 };
+enum class Activation : int32_t { None = 0, Relu = 1, Gelu = 2, GeluTanh = 3, Silu = 4 };
 
 // et_vk.vkd_linear_act's names.
 Activation activation_named(ComputeGraph& g, const std::string& name) {
@@ -21,7 +21,8 @@ Activation activation_named(ComputeGraph& g, const std::string& name) {
   if (name == "relu") return Activation::Relu;
   if (name == "gelu") return Activation::Gelu;
   if (name == "gelu_tanh") return Activation::GeluTanh;
-  g.fail("unknown activation '" + name + "' (none, relu, gelu or gelu_tanh)");
+  if (name == "silu") return Activation::Silu;
+  g.fail("unknown activation '" + name + "' (none, relu, gelu, gelu_tanh or silu)");
 }
 
 // What the kernels apply after alpha and the bias, as they store (glsl/matmul_params.glslh).
