@@ -74,31 +74,36 @@ def _match(sdpa: Node) -> Optional[Dict]:
     if not _call(back, aten.permute_copy.default) or list(back.args[1]) != [0, 2, 1, 3]:
         return None
     return {"packed": packed, "heads": heads, "is_causal": bool(arg(sdpa, "is_causal")),
-            "scale": arg(sdpa, "scale"), "out": back}
+            "scale": arg(sdpa, "scale"), "out": back, "before": [permute, view]}
 
 
-def fuse_packed_qkv_attention(program: ExportedProgram, options: Dict) -> None:
-    graph = program.graph_module.graph
-    target = exir_ops.edge.et_vk.vkd_sdpa_qkv.default
-    # What fuse_manual_attention left without users still holds the selects (transformer.py's block).
-    graph.eliminate_dead_code()
+def _fuse(graph, target, match, operands) -> None:
+    """Each sdpa that `match` takes becomes `target(*operands(found))` with its causal flag and scale, in place
+    of the transpose back after it; the copies it leaves without users go."""
     for node in list(graph.nodes):
         if not _call(node, aten.scaled_dot_product_attention.default):
             continue
-        found = _match(node)
+        found = match(node)
         if found is None:
             continue
         kwargs = {"is_causal": found["is_causal"]}
         if found["scale"] is not None:
             kwargs["scale"] = found["scale"]
-        fused = insert_call(graph, target, (found["packed"], found["heads"]), before=found["out"], kwargs=kwargs)
+        fused = insert_call(graph, target, operands(found), before=found["out"], kwargs=kwargs)
         found["out"].replace_all_uses_with(fused)
         # Erased here: dead code elimination keeps sdpa (its schema allows dropout: nondeterministic).
-        chain = [found["out"], node, *node.args[:3], node.args[0].args[0]]
-        chain.append(chain[-1].args[0])  # the view
+        chain = [found["out"], node, *dict.fromkeys(node.args[:3])]
+        chain += found.get("before", [])
         for dead in chain:
             if not dead.users:
                 graph.erase_node(dead)
+
+
+def fuse_packed_qkv_attention(program: ExportedProgram, options: Dict) -> None:
+    graph = program.graph_module.graph
+    # What fuse_manual_attention left without users still holds the selects (transformer.py's block).
+    graph.eliminate_dead_code()
+    _fuse(graph, exir_ops.edge.et_vk.vkd_sdpa_qkv.default, _match, lambda found: (found["packed"], found["heads"]))
 
 
 def _transposed(node) -> Optional[Node]:
@@ -129,20 +134,5 @@ def _match_bthd(sdpa: Node) -> Optional[Dict]:
 
 
 def fuse_bthd_attention(program: ExportedProgram, options: Dict) -> None:
-    graph = program.graph_module.graph
-    target = exir_ops.edge.et_vk.vkd_sdpa_bthd.default
-    for node in list(graph.nodes):
-        if not _call(node, aten.scaled_dot_product_attention.default):
-            continue
-        found = _match_bthd(node)
-        if found is None:
-            continue
-        kwargs = {"is_causal": found["is_causal"]}
-        if found["scale"] is not None:
-            kwargs["scale"] = found["scale"]
-        fused = insert_call(graph, target, tuple(found["sources"]), before=found["out"], kwargs=kwargs)
-        found["out"].replace_all_uses_with(fused)
-        transposes = list(dict.fromkeys(node.args[:3]))
-        for dead in [found["out"], node, *transposes]:
-            if not dead.users:
-                graph.erase_node(dead)
+    _fuse(program.graph_module.graph, exir_ops.edge.et_vk.vkd_sdpa_bthd.default, _match_bthd,
+          lambda found: tuple(found["sources"]))

@@ -419,6 +419,22 @@ void add_sdpa(ComputeGraph& g, const OpArgs& a) {
   });
 }
 
+// The ops whose attention reads its operands in place (vkd_sdpa_qkv, vkd_sdpa_bthd): a strided kernel at
+// the layout's planned sizes, the forced one where it applies (they have no row kernel: SDPA_KERNEL=rows
+// is ignored); tensors: out, q, k, v. Up to kShortAttentionMaxKeys keys the short kernel always applies.
+void add_sdpa_in_place(ComputeGraph& g, const SdpaLayoutOf& layout, std::vector<int> tensors, bool causal,
+                       bool has_scale, double scale_arg) {
+  const SdpaShape planned = layout(g).x;
+  const std::string& forced = g.settings().sdpa_kernel;
+  const DType dtype = g.tensor(tensors[1]).dtype;
+  SdpaChoice choice = choose_strided(g, planned, dtype, forced == "rows" ? std::string() : forced);
+  if (choice.kernel == StridedKernel::None) choice = choose_strided(g, planned, dtype, "");
+  if (choice.kernel == StridedKernel::None) {
+    g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys, and no tiled attention kernel fits");
+  }
+  add_sdpa_strided(g, choice, std::move(tensors), layout, causal, has_scale, scale_arg);
+}
+
 // et_vk.vkd_sdpa_qkv(qkv, heads, is_causal=False, scale=None): qkv [B, T, 3 * H * D] (q, k and v
 // side by side per token) -> out [B, T, H, D] (backends/packed_attention.py). The strided kernels
 // read q, k and v in place and write out in the layout the heads merge from (no transposes); up to
@@ -463,15 +479,7 @@ void add_sdpa_qkv(ComputeGraph& g, const OpArgs& a) {
     set(y.out, static_cast<int32_t>(T) * width, d, width, 0);
     return y;
   };
-  const SdpaShape planned = layout(g).x;
-  const std::string& forced = g.settings().sdpa_kernel;
-  const DType dtype = g.tensor(qkv).dtype;
-  SdpaChoice choice = choose_strided(g, planned, dtype, forced == "rows" ? std::string() : forced);
-  if (choice.kernel == StridedKernel::None) choice = choose_strided(g, planned, dtype, "");
-  if (choice.kernel == StridedKernel::None) {
-    g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " tokens, and no tiled attention kernel fits");
-  }
-  add_sdpa_strided(g, choice, {out, qkv, qkv, qkv}, layout, causal, has_scale, scale_arg);
+  add_sdpa_in_place(g, layout, {out, qkv, qkv, qkv}, causal, has_scale, scale_arg);
 }
 
 // et_vk.vkd_sdpa_bthd(q, k, v, is_causal=False, scale=None): q [B, T, H, E], k [B, S, KVH, E], v [B, S,
@@ -520,15 +528,7 @@ void add_sdpa_bthd(ComputeGraph& g, const OpArgs& a) {
     set(y.out, T, H, Ev);
     return y;
   };
-  const SdpaShape planned = layout(g).x;
-  const std::string& forced = g.settings().sdpa_kernel;
-  const DType dtype = g.tensor(q).dtype;
-  SdpaChoice choice = choose_strided(g, planned, dtype, forced == "rows" ? std::string() : forced);
-  if (choice.kernel == StridedKernel::None) choice = choose_strided(g, planned, dtype, "");
-  if (choice.kernel == StridedKernel::None) {
-    g.fail("more than " + std::to_string(kShortAttentionMaxKeys) + " keys, and no tiled attention kernel fits");
-  }
-  add_sdpa_strided(g, choice, {out, q, k, v}, layout, causal, has_scale, scale_arg);
+  add_sdpa_in_place(g, layout, {out, q, k, v}, causal, has_scale, scale_arg);
 }
 
 // et_vk.vkd_sdpa_kv_cache(q, k_cache, v_cache, input_pos, scale=None): q [B, T, H, E], caches
