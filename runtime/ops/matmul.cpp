@@ -126,7 +126,7 @@ void add_splitk_matmul(ComputeGraph& g, const std::vector<int>& ids, ShapeFn sha
 
 // A layer norm over the last dim of `a` (et_vk.vkd_ln_linear's, where the product's kernel does not
 // normalize A itself) folded into the split-K reduce that made `a`, when that reduce is the graph's
-// last node (a float32 transformer's norm after a linear with its residual: ViT-tiny's 24): its _ln
+// last node (a float32 transformer's norm after a linear with its residual: 23 of ViT-tiny's 24): its _ln
 // variant writes each row normed into `normed` too, one dispatch fewer. False where it cannot.
 constexpr int64_t kFoldMaxRow = 4 * 4 * 64;  // matmul_splitk_reduce.glsl: LN_QUADS x 4 x 64 invocations
 constexpr LocalSize kFoldLocal{64, 1, 1};
