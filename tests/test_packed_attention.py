@@ -158,3 +158,27 @@ def test_llama_attention_without_its_transposes():
     llama, inputs = MODELS["llama"]()
     ops = dispatch_ops(lower(llama.eval(), inputs))
     assert ops.count("et_vk.vkd_sdpa_bthd.default") == 4 and "aten.permute_copy.default" not in ops, ops
+
+
+def test_bthd_bad_shapes_are_a_clear_error():
+    """The op alone in a blob (the graph checks what the export would have): q's heads not a multiple of k's,
+    k and v of different lengths, a rank other than 4."""
+    import vkdelegate.runtime as rt
+    from vkdelegate.serialization.blob import serialize_graph
+    from vkdelegate.serialization.graph_ir import BoolValue, DType, GraphIR, NullValue, OpCall, TensorValue
+
+    def graph(q, k, v):
+        g = GraphIR()
+        ids = [g.add_value(TensorValue(DType.float32, shape)) for shape in (q, k, v)]
+        g.input_ids = list(ids)
+        out = g.add_value(TensorValue(DType.float32, tuple(q[:3]) + (v[-1],)))
+        g.chain.append(OpCall("et_vk.vkd_sdpa_bthd.default",
+                              tuple(ids) + (g.add_value(BoolValue(False)), g.add_value(NullValue()), out)))
+        g.output_ids = [out]
+        return rt.Graph(serialize_graph(g))
+
+    for shapes, message in ((((1, 4, 3, 8), (1, 4, 2, 8), (1, 4, 2, 8)), "multiple of k's"),
+                            (((1, 4, 2, 8), (1, 4, 2, 8), (1, 5, 2, 8)), "do not fit q"),
+                            (((1, 4, 8), (1, 4, 8), (1, 4, 8)), r"must be \[B, T, heads, D\]")):
+        with pytest.raises(rt.GraphError, match=message):
+            graph(*shapes)
